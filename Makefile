@@ -1,0 +1,60 @@
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# rdmavt-rs: user-facing targets. The kernel's build system reads Kbuild, not this file.
+#
+#   make              build rdmavt.ko against KDIR (default: the cached test kernel, built
+#                     first if needed)
+#   make clippy       the same build under clippy; any warning in our code fails it
+#   make run          the main job: boot the test VM, load the modules, show the RDMA devices
+#   make check        every test: host-side tests, then KUnit and kselftests in the VM, on
+#                     rdmavt-rs and on the in-tree C rdmavt
+#   make clean
+#
+# A user's own Rust-enabled kernel: make KDIR=/lib/modules/$(uname -r)/build
+
+REPO := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+SCRIPTS := $(REPO)/scripts
+
+# Debian's toolchain, which the kernel build also used. Absolute paths, so that a rustup
+# toolchain earlier in PATH is never picked up by accident.
+LLVM ?= -19
+RUSTC := /usr/bin/rustc
+CLIPPY_DRIVER := /usr/bin/clippy-driver
+BINDGEN := $(or $(RDMAVT_RS_CACHE),/var/cache/rdmavt-rs)/tools/bin/bindgen
+
+# KDIR defaults to the cached test kernel; scripts/kernel.sh builds it if it is not there yet.
+ifeq ($(KDIR),)
+KDIR_CMD = $$(bash $(SCRIPTS)/kernel.sh)
+else
+KDIR_CMD = $(KDIR)
+endif
+
+KMAKE = $(MAKE) -C "$$kdir" M=$(REPO) LLVM=$(LLVM) RUSTC=$(RUSTC) BINDGEN=$(BINDGEN) \
+	CLIPPY_DRIVER=$(CLIPPY_DRIVER) LIBCLANG_PATH=/usr/lib/llvm$(LLVM)/lib
+
+.PHONY: all modules clippy run check clean setup
+
+all: modules
+
+setup:
+	@bash $(SCRIPTS)/setup.sh
+
+modules: setup
+	@kdir=$(KDIR_CMD) && $(KMAKE) modules
+
+# Rebuild our objects under clippy-driver; warnings from our code fail the target.
+clippy: setup
+	@kdir=$(KDIR_CMD) && $(KMAKE) clean >/dev/null && \
+	$(KMAKE) CLIPPY=1 modules 2>&1 | tee $(REPO)/.clippy.log && \
+	! grep -E '^(warning|error)' $(REPO)/.clippy.log
+
+run: modules
+	@bash $(SCRIPTS)/run-main.sh
+
+check: modules
+	@bash $(REPO)/tests/check.sh
+
+clean:
+	@kdir=$$(readlink -f $(or $(RDMAVT_RS_CACHE),/var/cache/rdmavt-rs)/kernel/current); \
+	if [ -d "$$kdir" ]; then $(KMAKE) clean; fi
+	@rm -f .clippy.log

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! rdmavt-rs: the RDMA verbs transport library (rdmavt) in Rust.
+//!
+//! A drop-in replacement for drivers/infiniband/sw/rdmavt: it builds as `rdmavt.ko`, keeps the C
+//! module's exports and the layouts of its ABI structs, so hfi1 (and qib) load against it
+//! unchanged and rdma-core's libhfi1verbs works on top.
+
+mod bindings;
+mod layout;
+
+use kernel::prelude::*;
+
+module! {
+    type: Rdmavt,
+    name: "rdmavt",
+    authors: ["rdmavt-rs developers"],
+    description: "RDMA verbs transport library (Rust)",
+    license: "GPL",
+}
+
+struct Rdmavt;
+
+impl kernel::Module for Rdmavt {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        // A module whose ABI view disagrees with the drivers' must not serve them.
+        let bad = layout::mismatches();
+        if bad != 0 {
+            pr_err!("{bad} ABI layout mismatches between Rust and C; refusing to load\n");
+            return Err(EINVAL);
+        }
+        pr_info!("rdmavt-rs loaded\n");
+        Ok(Rdmavt)
+    }
+}
