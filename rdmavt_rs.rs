@@ -6,8 +6,15 @@
 //! module's exports and the layouts of its ABI structs, so hfi1 (and qib) load against it
 //! unchanged and rdma-core's libhfi1verbs works on top.
 
+mod ah;
 mod bindings;
+mod device;
 mod layout;
+mod lock;
+mod macros;
+mod mad;
+mod mmap;
+mod pd;
 
 use kernel::prelude::*;
 

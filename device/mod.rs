@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The rdmavt device: `struct rvt_dev_info`, which a driver allocates through us
+//! (`rvt_alloc_device`), fills in, and registers (`rvt_register_device`).
+//!
+//! The driver owns `dparms`, `driver_f`, `post_parms` and the ports' contents; rdmavt reads
+//! them. The C contract (include/rdma/rdma_vt.h) is that the driver leaves `dparms` alone once
+//! the device is registered, which is what lets us hand out shared references to it.
+
+mod alloc;
+pub(crate) mod ops;
+mod query;
+mod register;
+
+use kernel::{prelude::*, str::CStr, types::Opaque};
+
+use crate::bindings;
+
+/// A registered (or registering) rdmavt device.
+///
+/// # Invariants
+///
+/// The wrapped `rvt_dev_info` was allocated by `rvt_alloc_device` and is alive.
+#[repr(transparent)]
+pub(crate) struct Device(Opaque<bindings::rvt_dev_info>);
+
+/// One port of a device: the driver's `struct rvt_ibport`.
+#[repr(transparent)]
+pub(crate) struct Port(Opaque<bindings::rvt_ibport>);
+
+impl Device {
+    /// # Safety
+    ///
+    /// `ptr` points to an `rvt_dev_info` from `rvt_alloc_device` that stays alive for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::rvt_dev_info) -> &'a Self {
+        // SAFETY: `Device` is a transparent wrapper of `rvt_dev_info`; the caller guarantees
+        // the pointee lives for `'a`.
+        unsafe { &*ptr.cast() }
+    }
+
+    /// The device an `ib_device` of ours is embedded in.
+    ///
+    /// # Safety
+    ///
+    /// `ibdev` is the `ibdev` member of a live `rvt_dev_info` (true of every device whose ops
+    /// are rdmavt's) and stays alive for `'a`.
+    pub(crate) unsafe fn from_ib<'a>(ibdev: *mut bindings::ib_device) -> &'a Self {
+        // `ibdev` is the first member of `rvt_dev_info` ("Keep this first" in rdma_vt.h), so
+        // the container is at the same address; the layout suite checks that offset.
+        // SAFETY: see above; the caller guarantees the rest.
+        unsafe { Self::from_raw(ibdev.cast()) }
+    }
+
+    pub(crate) fn as_raw(&self) -> *mut bindings::rvt_dev_info {
+        self.0.get()
+    }
+
+    /// The name ib_core knows the device by (`rvt_loop0`, `hfi1_0`).
+    pub(crate) fn name(&self) -> &CStr {
+        // SAFETY: the device is alive (type invariant); its name lives as long as it does.
+        unsafe { CStr::from_char_ptr(bindings::rdmavt_rs_dev_name(self.ibdev())) }
+    }
+
+    pub(crate) fn ibdev(&self) -> *mut bindings::ib_device {
+        // SAFETY: `self.as_raw()` is valid by the type invariant.
+        unsafe { &raw mut (*self.as_raw()).ibdev }
+    }
+
+    /// The driver's parameters, fixed once the device is registered.
+    pub(crate) fn dparms(&self) -> &bindings::rvt_driver_params {
+        // SAFETY: valid by the type invariant; the driver does not modify `dparms` after
+        // registration (rdma_vt.h), and before it nothing else runs on this device.
+        unsafe { &(*self.as_raw()).dparms }
+    }
+
+    /// The driver's callbacks, fixed once the device is registered.
+    pub(crate) fn driver(&self) -> &bindings::rvt_driver_provided {
+        // SAFETY: as for `dparms`: set by the driver before registration, then left alone.
+        unsafe { &(*self.as_raw()).driver_f }
+    }
+
+    /// The port with IB port number `port_num` (1-based, as ib_core numbers them).
+    pub(crate) fn port(&self, port_num: u32) -> Result<&Port> {
+        let nports = u32::try_from(self.dparms().nports).map_err(|_| EINVAL)?;
+        if port_num == 0 || port_num > nports {
+            return Err(EINVAL);
+        }
+        // SAFETY: `ports` has `nports` entries (rvt_alloc_device sized it from the same
+        // count the driver reports) and the index is in range.
+        let port = unsafe { *(*self.as_raw()).ports.add(port_num as usize - 1) };
+        if port.is_null() {
+            return Err(EINVAL);
+        }
+        // SAFETY: the driver registered this port with rvt_init_port; ports live as long as
+        // the device.
+        Ok(unsafe { &*port.cast::<Port>() })
+    }
+}
+
+impl Port {
+    pub(crate) fn as_raw(&self) -> *mut bindings::rvt_ibport {
+        self.0.get()
+    }
+}

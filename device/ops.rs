@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The `ib_device_ops` rdmavt gives every device it registers.
+//!
+//! ib_set_device_ops() only fills the entries a driver left empty, so a driver overrides any
+//! of these by setting its own before `rvt_register_device`. Verbs that rdmavt-rs does not
+//! implement yet are absent: ib_core answers them with EOPNOTSUPP.
+
+use core::mem::{offset_of, size_of};
+
+use crate::{ah, bindings, mmap, pd};
+
+use super::query;
+
+/// rdmavt's user ABI version (rdma-core's libhfi1verbs and libqib speak it).
+const UVERBS_ABI_VERSION: u32 = 2;
+
+/// An ops table is plain data (function pointers and sizes) but bindgen cannot know that its
+/// `port_groups`/`device_group` pointers, NULL here, are never written through.
+#[repr(transparent)]
+pub(crate) struct Ops(bindings::ib_device_ops);
+
+// SAFETY: the table is immutable and its only pointers are NULL.
+unsafe impl Sync for Ops {}
+
+impl core::ops::Deref for Ops {
+    type Target = bindings::ib_device_ops;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+// ib_core allocates each object with the size given here and hands us its ib_* head: the head
+// must be the first member of our struct (INIT_RDMA_OBJ_SIZE checks the same in C).
+const _: () = {
+    assert!(offset_of!(bindings::rvt_ah, ibah) == 0);
+    assert!(offset_of!(bindings::rvt_pd, ibpd) == 0);
+    assert!(offset_of!(bindings::rvt_ucontext, ibucontext) == 0);
+};
+
+const NO_OPS: bindings::ib_device_ops =
+    // SAFETY: all zeroes is a valid ib_device_ops: no ops, NULL pointers, zero sizes.
+    unsafe { core::mem::zeroed() };
+
+/// rdmavt's verbs.
+pub(crate) static RVT_DEV_OPS: Ops = Ops(bindings::ib_device_ops {
+    uverbs_abi_ver: UVERBS_ABI_VERSION,
+
+    alloc_pd: Some(pd::alloc_pd),
+    alloc_ucontext: Some(query::alloc_ucontext),
+    create_ah: Some(ah::create_ah),
+    create_user_ah: Some(ah::create_ah),
+    dealloc_pd: Some(pd::dealloc_pd),
+    dealloc_ucontext: Some(query::dealloc_ucontext),
+    destroy_ah: Some(ah::destroy_ah),
+    get_numa_node: Some(query::get_numa_node),
+    get_port_immutable: Some(query::get_port_immutable),
+    mmap: Some(mmap::mmap),
+    modify_ah: Some(ah::modify_ah),
+    modify_device: Some(query::modify_device),
+    modify_port: Some(query::modify_port),
+    query_ah: Some(ah::query_ah),
+    query_device: Some(query::query_device),
+    query_gid: Some(query::query_gid),
+    query_pkey: Some(query::query_pkey),
+    query_port: Some(query::query_port),
+
+    size_ib_ah: size_of::<bindings::rvt_ah>(),
+    size_ib_pd: size_of::<bindings::rvt_pd>(),
+    size_ib_ucontext: size_of::<bindings::rvt_ucontext>(),
+    ..NO_OPS
+});

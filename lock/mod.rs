@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! Spinlocks that live inside C structs.
+//!
+//! hfi1 and qib take the locks embedded in `struct rvt_dev_info`, `rvt_qp`, `rvt_krwq` and
+//! friends, so those locks keep their C type and place. Rust code reaches them only through
+//! [`Guarded`]: a guard that owns the lock and hands out the one field that lock protects, the
+//! way `MapleGuard` owns a maple tree's spinlock (rust/kernel/maple_tree.rs). Code that touches
+//! a protected field without the guard does not compile, because the field is never exposed
+//! any other way.
+
+use core::{
+    marker::PhantomData,
+    ops::{Deref, DerefMut},
+    pin::Pin,
+};
+
+use kernel::{
+    str::{CStr, CStrExt},
+    sync::{
+        lock::{spinlock::SpinLockBackend, Backend, Guard, Lock},
+        LockClassKey,
+    },
+};
+
+use crate::bindings;
+
+/// A held C spinlock together with exclusive access to the field it protects.
+pub(crate) struct Guarded<'a, T, B: Backend = SpinLockBackend> {
+    _guard: Guard<'a, (), B>,
+    field: *mut T,
+    _field: PhantomData<&'a mut T>,
+}
+
+impl<'a, T, B> Guarded<'a, T, B>
+where
+    B: Backend<State = kernel::bindings::spinlock_t>,
+{
+    /// Takes `lock` and gives access to `field`.
+    ///
+    /// # Safety
+    ///
+    /// `lock` is an initialised spinlock and `field` a valid pointer, both for `'a`, and `lock`
+    /// protects `field`: nothing reads or writes `field` without holding `lock`.
+    pub(crate) unsafe fn lock(lock: *mut bindings::spinlock_t, field: *mut T) -> Self {
+        // SAFETY: bindgen generated the same C type twice, once in the kernel crate's bindings
+        // and once in ours; the caller guarantees the lock is initialised and lives for `'a`.
+        let lock = unsafe { Lock::<(), B>::from_raw(lock.cast()) };
+        Self {
+            _guard: lock.lock(),
+            field,
+            _field: PhantomData,
+        }
+    }
+}
+
+impl<T, B: Backend> Deref for Guarded<'_, T, B> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        // SAFETY: the lock that protects `field` is held for as long as `self` lives.
+        unsafe { &*self.field }
+    }
+}
+
+impl<T, B: Backend> DerefMut for Guarded<'_, T, B> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: the lock that protects `field` is held for as long as `self` lives, and
+        // `&mut self` makes this the only reference through the guard.
+        unsafe { &mut *self.field }
+    }
+}
+
+/// Initialises a spinlock embedded in a C struct, with its own lockdep class.
+///
+/// # Safety
+///
+/// `lock` is valid for writes and not in use (never initialised, or no longer held by anyone).
+pub(crate) unsafe fn init_spinlock(
+    lock: *mut bindings::spinlock_t,
+    name: &'static CStr,
+    key: Pin<&'static LockClassKey>,
+) {
+    // SAFETY: the caller guarantees `lock` is valid and unused; `name` and `key` are static.
+    unsafe { SpinLockBackend::init(lock.cast(), name.as_char_ptr(), key.as_ptr()) }
+}
+
+/// `spin_lock_init()`: one lockdep class per call site, named after the lock, as in C.
+macro_rules! spin_lock_init {
+    ($lock:expr, $name:literal) => {
+        $crate::lock::init_spinlock($lock, $name, ::kernel::static_lock_class!())
+    };
+}
+pub(crate) use spin_lock_init;
