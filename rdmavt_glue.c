@@ -5,6 +5,10 @@
 
 #include <linux/module.h>
 #include <linux/stddef.h>
+#include <linux/vmalloc.h>
+#include <linux/workqueue.h>
+#include <linux/topology.h>
+#include <linux/kref.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 #include <rdma/rdma_vt.h>
@@ -28,6 +32,7 @@ EXPORT_SYMBOL(rvt_register_device);
 EXPORT_SYMBOL(rvt_unregister_device);
 EXPORT_SYMBOL(rvt_init_port);
 EXPORT_SYMBOL(rvt_check_ah);
+EXPORT_SYMBOL(rvt_cq_enter);
 
 /*
  * Tells a driver at run time (symbol_get) that this rdmavt accepts a device with no PCI
@@ -59,4 +64,88 @@ void rdmavt_rs_rdma_destroy_ah(struct ib_ah *ah)
 void rdmavt_rs_init_list_head(struct list_head *list)
 {
 	INIT_LIST_HEAD(list);
+}
+
+void rdmavt_rs_list_add(struct list_head *new, struct list_head *head)
+{
+	list_add(new, head);
+}
+
+void rdmavt_rs_list_del_init(struct list_head *entry)
+{
+	list_del_init(entry);
+}
+
+bool rdmavt_rs_list_empty(const struct list_head *head)
+{
+	return list_empty(head);
+}
+
+void rdmavt_rs_kref_init(struct kref *kref)
+{
+	kref_init(kref);
+}
+
+void rdmavt_rs_kref_get(struct kref *kref)
+{
+	kref_get(kref);
+}
+
+int rdmavt_rs_kref_put(struct kref *kref, void (*release)(struct kref *kref))
+{
+	return kref_put(kref, release);
+}
+
+/* The user context of a verb call, as rdma_udata_to_drv_context() finds it. */
+struct ib_ucontext *rdmavt_rs_udata_to_ucontext(struct ib_udata *udata)
+{
+	return container_of(udata, struct uverbs_attr_bundle, driver_udata)->context;
+}
+
+int rdmavt_rs_ib_copy_to_udata(struct ib_udata *udata, void *src, size_t len)
+{
+	return ib_copy_to_udata(udata, src, len);
+}
+
+void *rdmavt_rs_vmalloc_user(unsigned long size)
+{
+	return vmalloc_user(size);
+}
+
+void *rdmavt_rs_vzalloc_node(unsigned long size, int node)
+{
+	return vzalloc_node(size, node);
+}
+
+/* Completion callbacks run here, as in C: high priority, CPU intensive, per CPU. */
+struct workqueue_struct *rdmavt_rs_alloc_cq_workqueue(void)
+{
+	return alloc_workqueue("%s", WQ_HIGHPRI | WQ_CPU_INTENSIVE | WQ_PERCPU, 0,
+			       "rdmavt_cq");
+}
+
+void rdmavt_rs_init_work(struct work_struct *work, void (*func)(struct work_struct *work))
+{
+	INIT_WORK(work, func);
+}
+
+int rdmavt_rs_node_first_cpu(int node)
+{
+	return cpumask_first(cpumask_of_node(node));
+}
+
+void rdmavt_rs_local_bh_disable(void)
+{
+	local_bh_disable();
+}
+
+void rdmavt_rs_local_bh_enable(void)
+{
+	local_bh_enable();
+}
+
+/* The driver's udata of a verb call; kernel callers pass no bundle. */
+struct ib_udata *rdmavt_rs_bundle_udata(struct uverbs_attr_bundle *attrs)
+{
+	return attrs ? &attrs->driver_udata : NULL;
 }

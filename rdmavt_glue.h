@@ -35,5 +35,29 @@ const char *rdmavt_rs_dev_name(struct ib_device *ibdev);
 int rdmavt_rs_ib_no_udata_io(struct ib_udata *udata);
 void rdmavt_rs_rdma_destroy_ah(struct ib_ah *ah);
 void rdmavt_rs_init_list_head(struct list_head *list);
+void rdmavt_rs_list_add(struct list_head *new, struct list_head *head);
+void rdmavt_rs_list_del_init(struct list_head *entry);
+bool rdmavt_rs_list_empty(const struct list_head *head);
+
+struct kref;
+void rdmavt_rs_kref_init(struct kref *kref);
+void rdmavt_rs_kref_get(struct kref *kref);
+int rdmavt_rs_kref_put(struct kref *kref, void (*release)(struct kref *kref));
+
+struct ib_ucontext *rdmavt_rs_udata_to_ucontext(struct ib_udata *udata);
+struct uverbs_attr_bundle;
+struct ib_udata *rdmavt_rs_bundle_udata(struct uverbs_attr_bundle *attrs);
+int rdmavt_rs_ib_copy_to_udata(struct ib_udata *udata, void *src, size_t len);
+
+void *rdmavt_rs_vmalloc_user(unsigned long size);
+void *rdmavt_rs_vzalloc_node(unsigned long size, int node);
+
+struct work_struct;
+struct workqueue_struct;
+struct workqueue_struct *rdmavt_rs_alloc_cq_workqueue(void);
+void rdmavt_rs_init_work(struct work_struct *work, void (*func)(struct work_struct *work));
+int rdmavt_rs_node_first_cpu(int node);
+void rdmavt_rs_local_bh_disable(void);
+void rdmavt_rs_local_bh_enable(void);
 
 #endif /* RDMAVT_RS_GLUE_H */

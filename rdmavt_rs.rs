@@ -8,6 +8,7 @@
 
 mod ah;
 mod bindings;
+mod cq;
 mod device;
 mod layout;
 mod lock;
@@ -36,7 +37,14 @@ impl kernel::Module for Rdmavt {
             pr_err!("{bad} ABI layout mismatches between Rust and C; refusing to load\n");
             return Err(EINVAL);
         }
+        cq::init()?;
         pr_info!("rdmavt-rs loaded\n");
         Ok(Rdmavt)
+    }
+}
+
+impl Drop for Rdmavt {
+    fn drop(&mut self) {
+        cq::exit();
     }
 }

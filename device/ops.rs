@@ -8,7 +8,7 @@
 
 use core::mem::{offset_of, size_of};
 
-use crate::{ah, bindings, mmap, pd};
+use crate::{ah, bindings, cq, mmap, pd};
 
 use super::query;
 
@@ -37,6 +37,7 @@ const _: () = {
     assert!(offset_of!(bindings::rvt_ah, ibah) == 0);
     assert!(offset_of!(bindings::rvt_pd, ibpd) == 0);
     assert!(offset_of!(bindings::rvt_ucontext, ibucontext) == 0);
+    assert!(offset_of!(bindings::rvt_cq, ibcq) == 0);
 };
 
 const NO_OPS: bindings::ib_device_ops =
@@ -50,23 +51,29 @@ pub(crate) static RVT_DEV_OPS: Ops = Ops(bindings::ib_device_ops {
     alloc_pd: Some(pd::alloc_pd),
     alloc_ucontext: Some(query::alloc_ucontext),
     create_ah: Some(ah::create_ah),
+    create_cq: Some(cq::create_cq),
     create_user_ah: Some(ah::create_ah),
     dealloc_pd: Some(pd::dealloc_pd),
     dealloc_ucontext: Some(query::dealloc_ucontext),
     destroy_ah: Some(ah::destroy_ah),
+    destroy_cq: Some(cq::destroy_cq),
     get_numa_node: Some(query::get_numa_node),
     get_port_immutable: Some(query::get_port_immutable),
     mmap: Some(mmap::mmap),
     modify_ah: Some(ah::modify_ah),
     modify_device: Some(query::modify_device),
     modify_port: Some(query::modify_port),
+    poll_cq: Some(cq::poll_cq),
     query_ah: Some(ah::query_ah),
     query_device: Some(query::query_device),
     query_gid: Some(query::query_gid),
     query_pkey: Some(query::query_pkey),
     query_port: Some(query::query_port),
+    req_notify_cq: Some(cq::req_notify_cq),
+    resize_user_cq: Some(cq::resize_cq),
 
     size_ib_ah: size_of::<bindings::rvt_ah>(),
+    size_ib_cq: size_of::<bindings::rvt_cq>(),
     size_ib_pd: size_of::<bindings::rvt_pd>(),
     size_ib_ucontext: size_of::<bindings::rvt_ucontext>(),
     ..NO_OPS

@@ -14,6 +14,9 @@ use kernel::{
 
 use crate::{bindings, device::Device, lock::spin_lock_init};
 
+mod info;
+pub(crate) use info::MmapInfo;
+
 /// Pages reserved for the driver's own mmaps.
 const RESERVED_PAGES: usize = 256;
 /// The first offset rdmavt hands out for its objects.
@@ -55,6 +58,14 @@ pub(crate) unsafe extern "C" fn mmap(
             None => EINVAL.to_errno(),
         };
     }
-    // No rdmavt object (CQ, QP or SRQ ring) is mmap-able yet: nothing waits at any offset.
-    EINVAL.to_errno()
+    // SAFETY: as above.
+    let size = unsafe {
+        let range = &(*vma).__bindgen_anon_1.__bindgen_anon_1;
+        range.vm_end - range.vm_start
+    };
+    // SAFETY: `context` and `vma` are ib_core's, live for the call.
+    match unsafe { info::map_pending(dev, context, offset as u64, size as u64, vma) } {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
 }
