@@ -21,19 +21,18 @@ fn check(ibdev: *mut bindings::ib_device, attr: &mut bindings::rdma_ah_attr) -> 
     let port_num = attr.port_num;
     let mut port_attr = bindings::ib_port_attr::default();
     // SAFETY: `ibdev` is one of our live devices; `port_attr` is a valid, zeroed output.
-    if unsafe { bindings::ib_query_port(ibdev, port_num.into(), &mut port_attr) } != 0 {
+    if unsafe { bindings::ib_query_port(ibdev, port_num, &mut port_attr) } != 0 {
         return Err(EINVAL);
     }
     // SAFETY: as above.
     let phys_port_cnt = unsafe { (*ibdev).phys_port_cnt };
-    if port_num < 1 || u32::from(port_num) > phys_port_cnt {
+    if port_num < 1 || port_num > phys_port_cnt {
         return Err(EINVAL);
     }
     let rate = attr.static_rate;
-    // SAFETY: ib_rate_to_mbps is a pure lookup that takes any value.
-    if rate != bindings::ib_rate_IB_RATE_PORT_CURRENT as u8
-        && unsafe { bindings::ib_rate_to_mbps(rate.into()) } < 0
-    {
+    // SAFETY: ib_rate_to_mbps is a pure table lookup that takes any value.
+    let known_rate = unsafe { bindings::ib_rate_to_mbps(rate.into()) } >= 0;
+    if rate != bindings::ib_rate_IB_RATE_PORT_CURRENT as u8 && !known_rate {
         return Err(EINVAL);
     }
     if attr.ah_flags & bindings::ib_ah_flags_IB_AH_GRH as u8 != 0
@@ -69,6 +68,10 @@ pub(crate) unsafe extern "C" fn rvt_check_ah(
 c_export!(rvt_check_ah);
 
 /// `create_ah` and `create_user_ah`.
+///
+/// # Safety
+///
+/// Only ib_core calls this, through `RVT_DEV_OPS`, with live objects of one of our devices.
 pub(crate) unsafe extern "C" fn create_ah(
     ibah: *mut bindings::ib_ah,
     init_attr: *mut bindings::rdma_ah_init_attr,
@@ -101,6 +104,10 @@ pub(crate) unsafe extern "C" fn create_ah(
 }
 
 /// `destroy_ah`.
+///
+/// # Safety
+///
+/// Only ib_core calls this, through `RVT_DEV_OPS`, with live objects of one of our devices.
 pub(crate) unsafe extern "C" fn destroy_ah(ibah: *mut bindings::ib_ah, _flags: u32) -> c_int {
     // SAFETY: ib_core passes a live AH of one of our devices.
     let (dev, ah) = unsafe { (Device::from_ib((*ibah).device), ibah.cast::<bindings::rvt_ah>()) };
@@ -111,6 +118,10 @@ pub(crate) unsafe extern "C" fn destroy_ah(ibah: *mut bindings::ib_ah, _flags: u
 }
 
 /// `modify_ah`: new attributes, once they pass the same checks as at creation.
+///
+/// # Safety
+///
+/// Only ib_core calls this, through `RVT_DEV_OPS`, with live objects of one of our devices.
 pub(crate) unsafe extern "C" fn modify_ah(ibah: *mut bindings::ib_ah, attr: *mut bindings::rdma_ah_attr) -> c_int {
     // SAFETY: ib_core passes a live AH of one of our devices and valid attributes.
     let (ibdev, ah, attr) = unsafe { ((*ibah).device, ibah.cast::<bindings::rvt_ah>(), &mut *attr) };
@@ -123,6 +134,10 @@ pub(crate) unsafe extern "C" fn modify_ah(ibah: *mut bindings::ib_ah, attr: *mut
 }
 
 /// `query_ah`.
+///
+/// # Safety
+///
+/// Only ib_core calls this, through `RVT_DEV_OPS`, with live objects of one of our devices.
 pub(crate) unsafe extern "C" fn query_ah(ibah: *mut bindings::ib_ah, attr: *mut bindings::rdma_ah_attr) -> c_int {
     // SAFETY: ib_core passes a live AH of one of our devices and a valid output.
     unsafe { *attr = (*ibah.cast::<bindings::rvt_ah>()).attr };

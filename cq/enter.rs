@@ -96,6 +96,10 @@ c_export!(rvt_cq_enter);
 
 /// The work item behind a notification: calls the CQ's completion handler until no new
 /// notification fired while it ran.
+///
+/// # Safety
+///
+/// Only the workqueue calls this, for the `comptask` of a live CQ.
 pub(super) unsafe extern "C" fn send_complete(work: *mut bindings::work_struct) {
     // SAFETY: the work item is the `comptask` member of a live `rvt_cq`: destroy_cq flushes
     // it before the CQ goes away.

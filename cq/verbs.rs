@@ -59,6 +59,10 @@ fn comp_vector_cpu(dev: &Device, vector: c_int) -> c_int {
 }
 
 /// `create_cq`, for kernel consumers and (with a mapped ring) user space.
+///
+/// # Safety
+///
+/// Only ib_core calls this, through `RVT_DEV_OPS`, with live objects of one of our devices.
 pub(crate) unsafe extern "C" fn create_cq(
     ibcq: *mut bindings::ib_cq,
     attr: *const bindings::ib_cq_init_attr,
@@ -80,7 +84,7 @@ fn create(dev: &Device, cq: *mut bindings::rvt_cq, attr: &bindings::ib_cq_init_a
         return Err(EOPNOTSUPP);
     }
     let entries = attr.cqe;
-    if entries < 1 || entries > dev.dparms().props.max_cqe as u32 {
+    if entries < 1 || entries > dev.dparms().props.max_cqe {
         return Err(EINVAL);
     }
     // SAFETY: `ibdev` of a registered device; num_comp_vectors is at least 1 (registration).
@@ -133,6 +137,10 @@ fn create(dev: &Device, cq: *mut bindings::rvt_cq, attr: &bindings::ib_cq_init_a
 
 /// `destroy_cq`: waits for a running callback, then frees the ring (or drops the CQ's
 /// reference on the mapped ring, which lives on while user space still maps it).
+///
+/// # Safety
+///
+/// Only ib_core calls this, through `RVT_DEV_OPS`, with live objects of one of our devices.
 pub(crate) unsafe extern "C" fn destroy_cq(ibcq: *mut bindings::ib_cq, _udata: *mut bindings::ib_udata) -> c_int {
     let cq = ibcq.cast::<bindings::rvt_cq>();
     // SAFETY: ib_core destroys a live CQ of ours once nothing uses it any more.
@@ -150,6 +158,10 @@ pub(crate) unsafe extern "C" fn destroy_cq(ibcq: *mut bindings::ib_cq, _udata: *
 
 /// `req_notify_cq`: arms the next (or next solicited) completion; with
 /// IB_CQ_REPORT_MISSED_EVENTS, returns 1 if completions are already waiting.
+///
+/// # Safety
+///
+/// Only ib_core calls this, through `RVT_DEV_OPS`, with live objects of one of our devices.
 pub(crate) unsafe extern "C" fn req_notify_cq(
     ibcq: *mut bindings::ib_cq,
     flags: bindings::ib_cq_notify_flags,
@@ -170,6 +182,10 @@ pub(crate) unsafe extern "C" fn req_notify_cq(
 }
 
 /// `poll_cq`, for kernel CQs only: user space polls its mapped ring itself.
+///
+/// # Safety
+///
+/// Only ib_core calls this, through `RVT_DEV_OPS`, with live objects of one of our devices.
 pub(crate) unsafe extern "C" fn poll_cq(ibcq: *mut bindings::ib_cq, num_entries: c_int, entry: *mut bindings::ib_wc) -> c_int {
     // SAFETY: ib_core passes a live CQ of ours and room for `num_entries` completions.
     let cq = unsafe { Cq::from_ib(ibcq) };
@@ -193,6 +209,10 @@ pub(crate) unsafe extern "C" fn poll_cq(ibcq: *mut bindings::ib_cq, num_entries:
 }
 
 /// `resize_user_cq`: moves the waiting completions into a ring for `cqe` entries.
+///
+/// # Safety
+///
+/// Only ib_core calls this, through `RVT_DEV_OPS`, with live objects of one of our devices.
 pub(crate) unsafe extern "C" fn resize_cq(ibcq: *mut bindings::ib_cq, cqe: c_uint, udata: *mut bindings::ib_udata) -> c_int {
     // SAFETY: ib_core passes a live CQ of ours; resizes of one CQ are serialised by ib_core.
     let (cq, dev) = unsafe { (Cq::from_ib(ibcq), Device::from_raw((*ibcq.cast::<bindings::rvt_cq>()).rdi)) };
@@ -203,7 +223,7 @@ pub(crate) unsafe extern "C" fn resize_cq(ibcq: *mut bindings::ib_cq, cqe: c_uin
 }
 
 fn resize(cq: &Cq, dev: &Device, cqe: u32, udata: *mut bindings::ib_udata) -> Result {
-    if cqe > dev.dparms().props.max_cqe as u32 {
+    if cqe > dev.dparms().props.max_cqe {
         return Err(EINVAL);
     }
     let user = wants_mapped_ring(udata);

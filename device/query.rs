@@ -16,6 +16,10 @@ use crate::bindings;
 const MAX_MSG_SZ: u32 = 0x8000_0000;
 
 /// `query_device`: the driver's `dparms.props`, with no private user data either way.
+///
+/// # Safety
+///
+/// Only ib_core calls this, through `RVT_DEV_OPS`, with live objects of one of our devices.
 pub(crate) unsafe extern "C" fn query_device(
     ibdev: *mut bindings::ib_device,
     props: *mut bindings::ib_device_attr,
@@ -33,12 +37,20 @@ pub(crate) unsafe extern "C" fn query_device(
 }
 
 /// `get_numa_node`: where the driver said the device lives.
+///
+/// # Safety
+///
+/// Only ib_core calls this, through `RVT_DEV_OPS`, with live objects of one of our devices.
 pub(crate) unsafe extern "C" fn get_numa_node(ibdev: *mut bindings::ib_device) -> c_int {
     // SAFETY: ib_core calls this on one of our live devices.
     unsafe { Device::from_ib(ibdev) }.dparms().node
 }
 
 /// `modify_device`: hfi1 and qib bring their own; rdmavt has nothing to change.
+///
+/// # Safety
+///
+/// Only ib_core calls this, through `RVT_DEV_OPS`, with live objects of one of our devices.
 pub(crate) unsafe extern "C" fn modify_device(
     _ibdev: *mut bindings::ib_device,
     _mask: c_int,
@@ -48,6 +60,10 @@ pub(crate) unsafe extern "C" fn modify_device(
 }
 
 /// `query_port`: what rdmavt keeps of the port, then the driver fills in the link state.
+///
+/// # Safety
+///
+/// Only ib_core calls this, through `RVT_DEV_OPS`, with live objects of one of our devices.
 pub(crate) unsafe extern "C" fn query_port(
     ibdev: *mut bindings::ib_device,
     port_num: u32,
@@ -79,6 +95,10 @@ pub(crate) unsafe extern "C" fn query_port(
 }
 
 /// `modify_port`: capability bits kept by rdmavt; shutdown and traps are the driver's.
+///
+/// # Safety
+///
+/// Only ib_core calls this, through `RVT_DEV_OPS`, with live objects of one of our devices.
 pub(crate) unsafe extern "C" fn modify_port(
     ibdev: *mut bindings::ib_device,
     port_num: u32,
@@ -123,6 +143,10 @@ pub(crate) unsafe extern "C" fn modify_port(
 }
 
 /// `query_pkey`: the driver keeps the P_Key table current; a stale read is harmless.
+///
+/// # Safety
+///
+/// Only ib_core calls this, through `RVT_DEV_OPS`, with live objects of one of our devices.
 pub(crate) unsafe extern "C" fn query_pkey(
     ibdev: *mut bindings::ib_device,
     port_num: u32,
@@ -144,6 +168,10 @@ pub(crate) unsafe extern "C" fn query_pkey(
 }
 
 /// `query_gid`: the subnet prefix kept by rdmavt, the interface id from the driver.
+///
+/// # Safety
+///
+/// Only ib_core calls this, through `RVT_DEV_OPS`, with live objects of one of our devices.
 pub(crate) unsafe extern "C" fn query_gid(
     ibdev: *mut bindings::ib_device,
     port_num: u32,
@@ -165,6 +193,10 @@ pub(crate) unsafe extern "C" fn query_gid(
 }
 
 /// `get_port_immutable`: the port's fixed attributes, from the driver and `query_port`.
+///
+/// # Safety
+///
+/// Only ib_core calls this, through `RVT_DEV_OPS`, with live objects of one of our devices.
 pub(crate) unsafe extern "C" fn get_port_immutable(
     ibdev: *mut bindings::ib_device,
     port_num: u32,
@@ -185,6 +217,10 @@ pub(crate) unsafe extern "C" fn get_port_immutable(
 }
 
 /// `alloc_ucontext`: nothing of rdmavt's own; the driver may want to know.
+///
+/// # Safety
+///
+/// Only ib_core calls this, through `RVT_DEV_OPS`, with live objects of one of our devices.
 pub(crate) unsafe extern "C" fn alloc_ucontext(
     uctx: *mut bindings::ib_ucontext,
     udata: *mut bindings::ib_udata,
@@ -199,6 +235,10 @@ pub(crate) unsafe extern "C" fn alloc_ucontext(
 }
 
 /// `dealloc_ucontext`: the driver's, if it has one.
+///
+/// # Safety
+///
+/// Only ib_core calls this, through `RVT_DEV_OPS`, with live objects of one of our devices.
 pub(crate) unsafe extern "C" fn dealloc_ucontext(uctx: *mut bindings::ib_ucontext) {
     // SAFETY: ib_core passes a live context of one of our devices.
     let dev = unsafe { Device::from_ib((*uctx).device) };

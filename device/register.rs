@@ -114,7 +114,7 @@ unsafe fn set_core_attributes(dev: &Device) {
     // SAFETY: not registered yet (caller's guarantee): ib_core does not read these yet.
     unsafe {
         (*ibdev).uverbs_cmd_mask |= UVERBS_CMDS;
-        (*ibdev).node_type = bindings::RDMA_NODE_IB_CA as _;
+        (*ibdev).node_type = bindings::RDMA_NODE_IB_CA as u8;
         if (*ibdev).num_comp_vectors == 0 {
             (*ibdev).num_comp_vectors = 1;
         }

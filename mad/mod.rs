@@ -10,6 +10,10 @@ use kernel::prelude::*;
 use crate::{bindings, device::Device};
 
 /// Completion of a MAD the agent sent: its only job is to free the buffer.
+///
+/// # Safety
+///
+/// Only the kernel calls this, as the callback it was registered as.
 unsafe extern "C" fn send_handler(
     _agent: *mut bindings::ib_mad_agent,
     wc: *mut bindings::ib_mad_send_wc,
@@ -64,11 +68,11 @@ pub(crate) fn free_agents(dev: &Device) {
         // SAFETY: ports live as long as the device; (un)registration is single-threaded, and
         // `send_agent`/`sm_ah` are ours or the driver's objects to release here, as in C.
         unsafe {
-            let agent = core::mem::replace(&mut (*rvp).send_agent, core::ptr::null_mut());
+            let agent = core::mem::take(&mut (*rvp).send_agent);
             if !agent.is_null() {
                 bindings::ib_unregister_mad_agent(agent);
             }
-            let sm_ah = core::mem::replace(&mut (*rvp).sm_ah, core::ptr::null_mut());
+            let sm_ah = core::mem::take(&mut (*rvp).sm_ah);
             if !sm_ah.is_null() {
                 bindings::rdmavt_rs_rdma_destroy_ah(&raw mut (*sm_ah).ibah);
             }

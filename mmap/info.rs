@@ -129,6 +129,10 @@ impl Drop for MmapInfo {
 }
 
 /// Frees an info and its ring once its last reference is gone.
+///
+/// # Safety
+///
+/// Only the kernel calls this, as the callback it was registered as.
 unsafe extern "C" fn release(kref: *mut bindings::kref) {
     // SAFETY: `kref` is the `ref` member of an `rvt_mmap_info` created by `MmapInfo::new`.
     let ip = unsafe { kref.byte_sub(offset_of!(bindings::rvt_mmap_info, ref_)) }
@@ -146,12 +150,22 @@ unsafe extern "C" fn release(kref: *mut bindings::kref) {
     }
 }
 
+/// The kernel's entry point here.
+///
+/// # Safety
+///
+/// Only the kernel calls this, as the callback it was registered as.
 unsafe extern "C" fn vma_open(vma: *mut bindings::vm_area_struct) {
     // SAFETY: `vm_private_data` is the info this VMA maps, on which `map_pending` took a
     // reference for the VMA being copied.
     unsafe { bindings::rdmavt_rs_kref_get(&raw mut (*(*vma).vm_private_data.cast::<bindings::rvt_mmap_info>()).ref_) };
 }
 
+/// The kernel's entry point here.
+///
+/// # Safety
+///
+/// Only the kernel calls this, as the callback it was registered as.
 unsafe extern "C" fn vma_close(vma: *mut bindings::vm_area_struct) {
     // SAFETY: the VMA holds a reference on its info (`vma_open`), given up here.
     unsafe {

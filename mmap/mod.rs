@@ -51,7 +51,7 @@ pub(crate) unsafe extern "C" fn mmap(
     let dev = unsafe { Device::from_ib((*context).device) };
     // SAFETY: ib_core passes a live VMA for the duration of the call.
     let offset = unsafe { (*vma).vm_pgoff } << PAGE_SHIFT;
-    if (offset as usize) < OFFSET_START {
+    if offset < OFFSET_START {
         return match dev.driver().mmap {
             // SAFETY: the driver's own mmap, for its reserved range, as C rdmavt calls it.
             Some(driver_mmap) => unsafe { driver_mmap(context, vma) },

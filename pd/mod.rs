@@ -15,6 +15,10 @@ fn pd_count(dev: &Device) -> Guarded<'_, c_int> {
 }
 
 /// `alloc_pd`: fails with ENOMEM at the driver's limit, as the IBTA's `max_pd` demands.
+///
+/// # Safety
+///
+/// Only ib_core calls this, through `RVT_DEV_OPS`, with live objects of one of our devices.
 pub(crate) unsafe extern "C" fn alloc_pd(ibpd: *mut bindings::ib_pd, udata: *mut bindings::ib_udata) -> c_int {
     // SAFETY: ib_core passes a PD of one of our devices, allocated with `size_ib_pd`, so it is
     // the head of an `rvt_pd`.
@@ -33,6 +37,10 @@ pub(crate) unsafe extern "C" fn alloc_pd(ibpd: *mut bindings::ib_pd, udata: *mut
 }
 
 /// `dealloc_pd`.
+///
+/// # Safety
+///
+/// Only ib_core calls this, through `RVT_DEV_OPS`, with live objects of one of our devices.
 pub(crate) unsafe extern "C" fn dealloc_pd(ibpd: *mut bindings::ib_pd, _udata: *mut bindings::ib_udata) -> c_int {
     // SAFETY: ib_core passes a live PD of one of our devices.
     let dev = unsafe { Device::from_ib((*ibpd).device) };
