@@ -9,7 +9,12 @@
 #include <linux/workqueue.h>
 #include <linux/topology.h>
 #include <linux/kref.h>
+#include <linux/percpu-refcount.h>
+#include <linux/completion.h>
+#include <linux/scatterlist.h>
+#include <linux/mm.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/ib_umem.h>
 #include <rdma/uverbs_ioctl.h>
 #include <rdma/rdma_vt.h>
 #include <rdma/rdmavt_qp.h>
@@ -33,6 +38,12 @@ EXPORT_SYMBOL(rvt_unregister_device);
 EXPORT_SYMBOL(rvt_init_port);
 EXPORT_SYMBOL(rvt_check_ah);
 EXPORT_SYMBOL(rvt_cq_enter);
+
+/* Memory region keys, implemented in mr/keys.rs. */
+EXPORT_SYMBOL(rvt_fast_reg_mr);
+EXPORT_SYMBOL(rvt_invalidate_rkey);
+EXPORT_SYMBOL(rvt_lkey_ok);
+EXPORT_SYMBOL(rvt_rkey_ok);
 
 /*
  * Tells a driver at run time (symbol_get) that this rdmavt accepts a device with no PCI
@@ -148,4 +159,61 @@ void rdmavt_rs_local_bh_enable(void)
 struct ib_udata *rdmavt_rs_bundle_udata(struct uverbs_attr_bundle *attrs)
 {
 	return attrs ? &attrs->driver_udata : NULL;
+}
+
+/*
+ * Memory regions. percpu_ref_get/put are per-CPU operations whose fast path only exists as
+ * a static inline, and the rest are static inlines or macros over ib_umem and scatterlist
+ * internals: bindgen cannot call them, so each gets a one-line wrapper.
+ */
+void rdmavt_rs_percpu_ref_get(struct percpu_ref *ref)
+{
+	percpu_ref_get(ref);
+}
+
+void rdmavt_rs_percpu_ref_put(struct percpu_ref *ref)
+{
+	percpu_ref_put(ref);
+}
+
+void rdmavt_rs_percpu_ref_kill(struct percpu_ref *ref)
+{
+	percpu_ref_kill(ref);
+}
+
+void rdmavt_rs_init_completion(struct completion *x)
+{
+	init_completion(x);
+}
+
+struct ib_umem *rdmavt_rs_ib_umem_get_va(struct ib_device *device, unsigned long addr,
+					 size_t size, int access)
+{
+	return ib_umem_get_va(device, addr, size, access);
+}
+
+size_t rdmavt_rs_ib_umem_num_pages(struct ib_umem *umem)
+{
+	return ib_umem_num_pages(umem);
+}
+
+int rdmavt_rs_ib_umem_offset(struct ib_umem *umem)
+{
+	return ib_umem_offset(umem);
+}
+
+/*
+ * The start of for_each_sgtable_page(&umem->sgt_append.sgt, iter, 0); the loop steps it with
+ * __sg_page_iter_next(), which is exported.
+ */
+void rdmavt_rs_umem_page_iter_start(struct ib_umem *umem, struct sg_page_iter *iter)
+{
+	struct sg_table *sgt = &umem->sgt_append.sgt;
+
+	__sg_page_iter_start(iter, sgt->sgl, sgt->orig_nents, 0);
+}
+
+void *rdmavt_rs_sg_page_iter_address(struct sg_page_iter *iter)
+{
+	return page_address(sg_page_iter_page(iter));
 }

@@ -60,4 +60,24 @@ int rdmavt_rs_node_first_cpu(int node);
 void rdmavt_rs_local_bh_disable(void);
 void rdmavt_rs_local_bh_enable(void);
 
+/*
+ * Memory regions (mr/): the percpu_ref, completion, umem and scatterlist helpers that are
+ * static inline in their headers. Each does exactly what its namesake does, nothing more.
+ */
+struct percpu_ref;
+struct completion;
+struct ib_umem;
+struct sg_page_iter;
+
+void rdmavt_rs_percpu_ref_get(struct percpu_ref *ref);
+void rdmavt_rs_percpu_ref_put(struct percpu_ref *ref);
+void rdmavt_rs_percpu_ref_kill(struct percpu_ref *ref);
+void rdmavt_rs_init_completion(struct completion *x);
+struct ib_umem *rdmavt_rs_ib_umem_get_va(struct ib_device *device, unsigned long addr,
+					 size_t size, int access);
+size_t rdmavt_rs_ib_umem_num_pages(struct ib_umem *umem);
+int rdmavt_rs_ib_umem_offset(struct ib_umem *umem);
+void rdmavt_rs_umem_page_iter_start(struct ib_umem *umem, struct sg_page_iter *iter);
+void *rdmavt_rs_sg_page_iter_address(struct sg_page_iter *iter);
+
 #endif /* RDMAVT_RS_GLUE_H */

@@ -15,6 +15,7 @@ mod lock;
 mod macros;
 mod mad;
 mod mmap;
+mod mr;
 mod pd;
 
 use kernel::prelude::*;

@@ -8,7 +8,7 @@
 
 use core::mem::{offset_of, size_of};
 
-use crate::{ah, bindings, cq, mmap, pd};
+use crate::{ah, bindings, cq, mmap, mr, pd};
 
 use super::query;
 
@@ -48,6 +48,7 @@ const NO_OPS: bindings::ib_device_ops =
 pub(crate) static RVT_DEV_OPS: Ops = Ops(bindings::ib_device_ops {
     uverbs_abi_ver: UVERBS_ABI_VERSION,
 
+    alloc_mr: Some(mr::alloc_mr),
     alloc_pd: Some(pd::alloc_pd),
     alloc_ucontext: Some(query::alloc_ucontext),
     create_ah: Some(ah::create_ah),
@@ -55,10 +56,13 @@ pub(crate) static RVT_DEV_OPS: Ops = Ops(bindings::ib_device_ops {
     create_user_ah: Some(ah::create_ah),
     dealloc_pd: Some(pd::dealloc_pd),
     dealloc_ucontext: Some(query::dealloc_ucontext),
+    dereg_mr: Some(mr::dereg_mr),
     destroy_ah: Some(ah::destroy_ah),
     destroy_cq: Some(cq::destroy_cq),
+    get_dma_mr: Some(mr::get_dma_mr),
     get_numa_node: Some(query::get_numa_node),
     get_port_immutable: Some(query::get_port_immutable),
+    map_mr_sg: Some(mr::map_mr_sg),
     mmap: Some(mmap::mmap),
     modify_ah: Some(ah::modify_ah),
     modify_device: Some(query::modify_device),
@@ -71,7 +75,9 @@ pub(crate) static RVT_DEV_OPS: Ops = Ops(bindings::ib_device_ops {
     query_port: Some(query::query_port),
     req_notify_cq: Some(cq::req_notify_cq),
     resize_user_cq: Some(cq::resize_cq),
+    reg_user_mr: Some(mr::reg_user_mr),
 
+    // No size_ib_mr: as in C, the MR verbs allocate `struct rvt_mr` themselves.
     size_ib_ah: size_of::<bindings::rvt_ah>(),
     size_ib_cq: size_of::<bindings::rvt_cq>(),
     size_ib_pd: size_of::<bindings::rvt_pd>(),

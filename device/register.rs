@@ -9,7 +9,7 @@ use kernel::{
 };
 
 use super::Device;
-use crate::{bindings, lock::spin_lock_init, macros::c_export, mad, mmap};
+use crate::{bindings, lock::spin_lock_init, macros::c_export, mad, mmap, mr};
 
 /// The uverbs commands rdmavt serves through its ops; ib_core learns of them here because
 /// they have no `ib_device_ops` entry of their own to be detected by.
@@ -131,14 +131,23 @@ fn register(dev: &Device) -> Result {
     unsafe {
         bindings::ib_set_device_ops(ibdev, &*super::ops::RVT_DEV_OPS);
         init_internal(dev);
-        set_core_attributes(dev);
     }
+    // After the multicast set-up in init_internal, as in C.
+    // SAFETY: the device is not registered yet.
+    unsafe { mr::driver_init(dev) }.inspect_err(|_| pr_err!("Error in driver MR init.\n"))?;
+    // SAFETY: the device is not registered yet.
+    unsafe { set_core_attributes(dev) };
     // SAFETY: `ibdev` is fully set up; C registers under the name the driver gave the
     // device (dev_name), with no DMA device.
-    to_result(unsafe {
+    let res = to_result(unsafe {
         bindings::ib_register_device(ibdev, bindings::rdmavt_rs_dev_name(ibdev), core::ptr::null_mut())
-    })
-    .inspect_err(|_| pr_err!("Failed to register driver with ib core.\n"))?;
+    });
+    if let Err(e) = res {
+        pr_err!("{}: Failed to register driver with ib core.\n", dev.name());
+        // SAFETY: MR init succeeded above and the device never got registered.
+        unsafe { mr::exit(dev) };
+        return Err(e);
+    }
     // As in C, a port without a MAD agent is not fatal: the device works without traps.
     mad::create_agents(dev);
     pr_info!("{}: Registration with rdmavt done.\n", dev.name());
@@ -176,6 +185,8 @@ pub(crate) unsafe extern "C" fn rvt_unregister_device(rdi: *mut bindings::rvt_de
     mad::free_agents(dev);
     // SAFETY: registered by `rvt_register_device`; ib_core waits for its users to go.
     unsafe { bindings::ib_unregister_device(dev.ibdev()) };
+    // SAFETY: registration set the table up, and ib_core has deregistered every MR.
+    unsafe { mr::exit(dev) };
 }
 c_export!(rvt_unregister_device);
 

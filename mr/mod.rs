@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! Memory regions: the MR verbs, the lkey table, and the key checks the data path (hfi1, the
+//! loopback path) runs on every SGE and RDMA request.
+//!
+//! An MR is a C `struct rvt_mr` ([`RvtMr`]): ib_core's `ib_mr`, the pinned user memory if
+//! any, and the `rvt_mregion` ([`Mregion`]) the data path sees. A region is referenced by
+//! itself from creation until its key is freed, by the lkey table (or `dma_mr`) while it is
+//! published, and by every `rvt_sge` that points into it; `dereg_mr` unpublishes it, waits
+//! for the other references to go, and only then frees it.
+
+mod keys;
+mod lkey;
+mod region;
+mod verbs;
+
+use core::{
+    alloc::Layout,
+    mem::{offset_of, size_of},
+    ptr::NonNull,
+};
+
+use kernel::{
+    alloc::{allocator::Kmalloc, flags, Allocator, NumaNode},
+    ffi::c_int,
+    prelude::*,
+    types::{Opaque, ScopeGuard},
+};
+
+use crate::{bindings, device::Device};
+
+pub(crate) use lkey::{driver_init, exit};
+pub(crate) use verbs::{alloc_mr, dereg_mr, get_dma_mr, map_mr_sg, reg_user_mr};
+
+use lkey::KeyKind;
+use region::Mregion;
+
+/// `struct rvt_mr`, private to C rdmavt (its mr.h), so not in the bindings: only rdmavt
+/// allocates and reads it; drivers see the `ib_mr` and the `rvt_mregion`.
+#[repr(C)]
+struct RvtMr {
+    ibmr: bindings::ib_mr,
+    umem: *mut bindings::ib_umem,
+    /// Last: its map is a flexible array that the allocation extends.
+    mr: bindings::rvt_mregion,
+}
+
+// ib_core hands us the `ib_mr` we returned; `to_imr` is a cast because it is the head.
+const _: () = assert!(offset_of!(RvtMr, ibmr) == 0);
+
+/// The allocation size of an `rvt_mr` with `m` map arrays, as C's `struct_size()`: `None`
+/// where that saturates, which makes C's kzalloc fail.
+fn mr_size(m: usize) -> Option<usize> {
+    m.checked_mul(size_of::<*mut bindings::rvt_segarray>())?.checked_add(size_of::<RvtMr>())
+}
+
+/// An MR: the C `rvt_mr` behind an `ib_mr` of ours.
+///
+/// # Invariants
+///
+/// The wrapped `rvt_mr` was made by [`NewMr::new`], its region set up, and it is alive.
+#[repr(transparent)]
+struct Mr(Opaque<RvtMr>);
+
+impl Mr {
+    /// `to_imr`.
+    ///
+    /// # Safety
+    ///
+    /// `ibmr` is an `ib_mr` that rdmavt's verbs created (every MR of one of our devices,
+    /// unless the driver brought its own MR verbs) and it stays alive for `'a`.
+    unsafe fn from_ib<'a>(ibmr: *mut bindings::ib_mr) -> &'a Self {
+        // SAFETY: `ibmr` is the head of an `RvtMr` (see the assertion above); the caller
+        // guarantees it is alive for `'a`.
+        unsafe { &*ibmr.cast() }
+    }
+
+    fn as_raw(&self) -> *mut RvtMr {
+        self.0.get()
+    }
+
+    fn ibmr(&self) -> *mut bindings::ib_mr {
+        // SAFETY: alive (type invariant).
+        unsafe { &raw mut (*self.as_raw()).ibmr }
+    }
+
+    fn region(&self) -> &Mregion {
+        // SAFETY: the region was set up by `NewMr::new` and lives as long as the MR.
+        unsafe { Mregion::from_raw(&raw mut (*self.as_raw()).mr) }
+    }
+
+    fn umem(&self) -> *mut bindings::ib_umem {
+        // SAFETY: alive (type invariant); set once, before the MR is handed out.
+        unsafe { (*self.as_raw()).umem }
+    }
+}
+
+/// An MR that is still ours alone: dropping it undoes its creation (`__rvt_free_mr`).
+struct NewMr(NonNull<RvtMr>);
+
+impl NewMr {
+    /// `__rvt_alloc_mr` (and the start of `rvt_get_dma_mr`): a zeroed MR in `pd` with room
+    /// for `count` segments and a key of `kind`. An indexed key is also the MR's lkey and
+    /// rkey. Fails with ENOMEM, as C, whichever step fails.
+    fn new(pd: *mut bindings::ib_pd, count: c_int, kind: KeyKind) -> Result<Self> {
+        let m = region::segarrays(count).ok_or(ENOMEM)?;
+        let layout = mr_size(m)
+            .and_then(|size| Layout::from_size_align(size, core::mem::align_of::<RvtMr>()).ok())
+            .ok_or(ENOMEM)?;
+        // C allocates the rvt_mr with plain kzalloc, on no particular node.
+        let mr = Kmalloc::alloc(layout, flags::GFP_KERNEL | flags::__GFP_ZERO, NumaNode::NO_NODE)?.cast::<RvtMr>();
+        // SAFETY: `mr` came from kmalloc just now and nobody else has seen it.
+        let mr = ScopeGuard::new_with_data(mr, |mr| unsafe { bindings::kfree(mr.as_ptr().cast()) });
+        // SAFETY: ib_core passes a live PD of one of our devices.
+        let node = unsafe { Device::from_ib((*pd).device) }.dparms().node;
+        // SAFETY: `mr` is a live allocation of at least `size_of::<RvtMr>()` bytes.
+        let region = unsafe { &raw mut (*mr.as_ptr()).mr };
+        // SAFETY: the region is zeroed and its map has room for `m` arrays; it is ours.
+        unsafe { Mregion::init(region, pd, count, node)? };
+        // SAFETY: set up just now; it lives as long as the allocation.
+        let region_ref = unsafe { Mregion::from_raw(region) };
+        if let Err(e) = lkey::alloc_lkey(region_ref, kind) {
+            // SAFETY: not published (alloc_lkey failed) and ours alone.
+            unsafe { Mregion::deinit(region) };
+            return Err(e);
+        }
+        let mr = Self(mr.dismiss());
+        if kind == KeyKind::Indexed {
+            let ibmr = mr.ibmr();
+            let key = mr.region().lkey();
+            // SAFETY: ours alone until handed to ib_core.
+            unsafe {
+                (*ibmr).lkey = key;
+                (*ibmr).rkey = key;
+            }
+        }
+        Ok(mr)
+    }
+
+    /// The MR's pinned user memory, which it releases when it is deregistered.
+    ///
+    /// # Safety
+    ///
+    /// `umem` came from ib_umem_get and is not owned by anyone else.
+    unsafe fn set_umem(&mut self, umem: *mut bindings::ib_umem) {
+        // SAFETY: ours alone until handed to ib_core.
+        unsafe { (*self.0.as_ptr()).umem = umem };
+    }
+
+    /// Hands the MR to ib_core, which gives it back to `dereg_mr`.
+    fn into_ib(self) -> *mut bindings::ib_mr {
+        let ibmr = self.ibmr();
+        core::mem::forget(self);
+        ibmr
+    }
+}
+
+impl core::ops::Deref for NewMr {
+    type Target = Mr;
+
+    fn deref(&self) -> &Mr {
+        // SAFETY: a `NewMr` owns a live MR made by `new`; `Mr` is a transparent wrapper.
+        unsafe { &*self.0.as_ptr().cast() }
+    }
+}
+
+impl Drop for NewMr {
+    fn drop(&mut self) {
+        lkey::free_lkey(self.region());
+        // SAFETY: unpublished just now; the MR was never handed out, so nobody else holds a
+        // reference to the region. Then the allocation from `new` goes.
+        unsafe {
+            Mregion::deinit(self.region().as_raw());
+            bindings::kfree(self.0.as_ptr().cast());
+        }
+    }
+}
+
+#[kunit_tests(rdmavt_rs_mr)]
+mod tests {
+    use super::{
+        keys::{lkey_access_ok, range_offset, rkey_access_ok},
+        lkey::{encode, find_free, index_of, next_key, MAX_BITS},
+        mr_size,
+        region::{locate_uniform, locate_walk, segarrays, SegPos, SEGSZ},
+    };
+    use crate::bindings;
+    use core::mem::size_of;
+    use kernel::page::{PAGE_SHIFT, PAGE_SIZE};
+
+    #[test]
+    fn segsz_fills_a_page() {
+        assert_eq!(SEGSZ * size_of::<bindings::rvt_seg>(), PAGE_SIZE);
+        assert_eq!(size_of::<bindings::rvt_segarray>(), PAGE_SIZE);
+    }
+
+    #[test]
+    fn segarrays_as_c() {
+        assert_eq!(segarrays(0), Some(0));
+        assert_eq!(segarrays(1), Some(1));
+        assert_eq!(segarrays(SEGSZ as i32), Some(1));
+        assert_eq!(segarrays(SEGSZ as i32 + 1), Some(2));
+        // C's int arithmetic in size_t: small negative counts (max_num_sg near u32::MAX)
+        // need no array, larger ones make a negative int and the allocation fail.
+        assert_eq!(segarrays(-1), Some(0));
+        assert_eq!(segarrays(-(SEGSZ as i32) + 1), Some(0));
+        assert_eq!(segarrays(-(SEGSZ as i32)), None);
+        assert_eq!(segarrays(i32::MIN), None);
+        assert_eq!(segarrays(i32::MAX), Some((i32::MAX as usize).div_ceil(SEGSZ)));
+    }
+
+    #[test]
+    fn mr_size_as_struct_size() {
+        assert_eq!(mr_size(0), Some(size_of::<super::RvtMr>()));
+        assert_eq!(mr_size(2), Some(size_of::<super::RvtMr>() + 16));
+        assert_eq!(mr_size(usize::MAX), None);
+    }
+
+    #[test]
+    fn key_layout() {
+        // 16 index bits: index in the top 16, 8 generation bits, user byte clear.
+        assert_eq!(encode(0x1234, 0x56, 16), 0x1234_5600);
+        // The generation wraps within its bits.
+        assert_eq!(encode(1, 0x1ff, 16), 0x0001_ff00);
+        // With the most index bits, one generation bit is left.
+        assert_eq!(encode(1, 3, MAX_BITS), (1 << 9) | (1 << 8));
+        assert_eq!(index_of(0x1234_56ab, 32 - 16), 0x1234);
+        assert_eq!(index_of(encode(0x7f_ffff, 0, MAX_BITS), 32 - MAX_BITS), 0x7f_ffff);
+    }
+
+    #[test]
+    fn key_never_zero() {
+        // Index 0 at a generation whose masked bits are 0 would be key 0, the DMA MR's.
+        let mut gen = 0xff;
+        let key = next_key(0, &mut gen, 16);
+        assert_eq!(key, 1 << 8);
+        assert_eq!(gen, 0x101);
+        let mut gen = 0;
+        assert_eq!(next_key(0, &mut gen, 16), 1 << 8);
+        assert_eq!(gen, 1);
+        // Any other index makes the key non-zero whatever the generation.
+        let mut gen = u32::MAX;
+        assert_eq!(next_key(3, &mut gen, 8), 3 << 24);
+        assert_eq!(gen, 0);
+    }
+
+    #[test]
+    fn free_slot_search() {
+        assert_eq!(find_free(0, 8, |_| true), Some(0));
+        assert_eq!(find_free(6, 8, |r| r == 1), Some(1));
+        assert_eq!(find_free(3, 8, |r| r == 3), Some(3));
+        assert_eq!(find_free(5, 8, |_| false), None);
+        assert_eq!(find_free(0, 1, |_| false), None);
+    }
+
+    #[test]
+    fn access_flags() {
+        let lw = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE as i32;
+        let rw = bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE as i32;
+        let rr = bindings::ib_access_flags_IB_ACCESS_REMOTE_READ as i32;
+        // lkeys need every flag asked for...
+        assert!(lkey_access_ok(lw | rw, lw));
+        assert!(lkey_access_ok(lw, 0));
+        assert!(!lkey_access_ok(lw, lw | rw));
+        // ...rkeys any one of them, and asking for none fails.
+        assert!(rkey_access_ok(rw, rw | rr));
+        assert!(!rkey_access_ok(lw, rw | rr));
+        assert!(!rkey_access_ok(rw, 0));
+    }
+
+    #[test]
+    fn ranges() {
+        assert_eq!(range_offset(0x1000, 0x1000, 0x100, 0x100), Some(0));
+        assert_eq!(range_offset(0x1080, 0x1000, 0x80, 0x100), Some(0x80));
+        assert_eq!(range_offset(0x1081, 0x1000, 0x80, 0x100), None);
+        assert_eq!(range_offset(0xfff, 0x1000, 1, 0x100), None);
+        assert_eq!(range_offset(0x1100, 0x1000, 0, 0x100), Some(0x100));
+        // An offset that wraps is refused, not wrapped past the length check.
+        assert_eq!(range_offset(u64::MAX, 0, 2, 0x100), None);
+    }
+
+    #[test]
+    fn segment_positions() {
+        let shift = PAGE_SHIFT as u8;
+        assert_eq!(locate_uniform(0, shift), SegPos { m: 0, n: 0, off: 0 });
+        assert_eq!(locate_uniform(PAGE_SIZE + 5, shift), SegPos { m: 0, n: 1, off: 5 });
+        assert_eq!(locate_uniform(SEGSZ * PAGE_SIZE + 7, shift), SegPos { m: 1, n: 0, off: 7 });
+        // Segments of 10 bytes in a map of one array.
+        let one_array = |m: usize, _n: usize| (m == 0).then_some(10);
+        assert_eq!(locate_walk(25, one_array), Some(SegPos { m: 0, n: 2, off: 5 }));
+        assert_eq!(locate_walk(10 * SEGSZ, one_array), None);
+        // An unmapped (all zero) map is walked to its end and refused.
+        assert_eq!(locate_walk(0, |m, _| (m == 0).then_some(0)), None);
+    }
+}
