@@ -125,6 +125,10 @@ main() {
 	local key
 	key=$(cache_key)
 	kdir=$CACHE_ROOT/kernel/$KERNEL_VERSION-$key
+	# One build at a time: a second caller waits for the first and then reuses its result.
+	mkdir -p "$CACHE_ROOT/kernel"
+	exec 9>"$CACHE_ROOT/kernel/.lock"
+	flock 9
 	if [ ! -f "$kdir/.rdmavt-rs-built" ]; then
 		if [ ! -f "$kdir/Makefile" ]; then
 			unpack_source "$(fetch_source_deb)" "$kdir"
@@ -135,8 +139,8 @@ main() {
 		}
 		build
 		touch "$kdir/.rdmavt-rs-built"
-		ln -sfn "$kdir" "$CACHE_ROOT/kernel/current"
 	fi
+	ln -sfn "$kdir" "$CACHE_ROOT/kernel/current"
 	echo "$kdir"
 }
 

@@ -4,8 +4,9 @@
 # Sourced, never run.
 
 # Everything built or installed outside the repository lives under one cache root so that a
-# fresh clone reuses it (CI clones into a new folder each run).
-CACHE_ROOT=${RDMAVT_RS_CACHE:-/var/cache/rdmavt-rs}
+# fresh clone reuses it (CI clones into a new folder each run). It must be visible in the
+# test VM at the same path: virtme-ng mounts a tmpfs over /var/cache there, not over $HOME.
+CACHE_ROOT=${RDMAVT_RS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rdmavt-rs}
 TOOLS_DIR=$CACHE_ROOT/tools
 
 BINDGEN_VERSION=0.73.0

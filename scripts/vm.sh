@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Boots the cached test kernel in QEMU (TCG) with virtme-ng and runs one command inside.
+#
+#   scripts/vm.sh [--rdmavt rs|c|none] [--timeout SECONDS] [--out DIR] -- CMD [ARGS...]
+#
+# The guest sees the host's root read-only over 9p, so the repository, rdma-core's tools,
+# perftest and python3 are all there at their host paths. Before CMD runs, ib_core and
+# ib_uverbs are loaded, then the chosen rdmavt: `rs` (default) is ours from this checkout, `c`
+# the in-tree C module of the same kernel build, `none` neither. --out DIR is writable in the
+# guest as $RDMAVT_RS_OUT. The exit status is CMD's; 124 means the guest hung past the timeout.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+. "$here/lib.sh"
+
+rdmavt=rs
+timeout=600
+out=
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--rdmavt) rdmavt=$2; shift 2 ;;
+	--timeout) timeout=$2; shift 2 ;;
+	--out) out=$2; shift 2 ;;
+	--) shift; break ;;
+	*) die "usage: vm.sh [--rdmavt rs|c|none] [--timeout S] [--out DIR] -- CMD" ;;
+	esac
+done
+[ $# -gt 0 ] || die "no command given"
+case "$rdmavt" in rs|c|none) ;; *) die "--rdmavt takes rs, c or none" ;; esac
+
+kdir=${KDIR:-$(bash "$here/kernel.sh")}
+[ -f "$kdir/arch/x86/boot/bzImage" ] || die "no kernel image in $kdir"
+
+# virtme-ng links the build's modules into .virtme_mods once; a set made before the build
+# finished (or from an older one) lacks modules, so it is made again when out of date.
+mods=$kdir/.virtme_mods/lib/modules/0.0.0/modules.dep
+if [ -d "$kdir/.virtme_mods" ] && [ ! "$mods" -nt "$kdir/modules.order" ]; then
+	rm -rf "$kdir/.virtme_mods"
+fi
+
+# The command line for the guest: a prologue that loads the modules, then the user's command
+# with each argument quoted so that it survives the trip through vng's --exec.
+guest_cmd="RDMAVT_RS_REPO=$(printf %q "$repo") RDMAVT_RS_RDMAVT=$rdmavt"
+[ -n "$out" ] && guest_cmd+=" RDMAVT_RS_OUT=$(printf %q "$out")"
+guest_cmd+=" $(printf %q "$repo/scripts/guest-prologue.sh")"
+for arg in "$@"; do
+	guest_cmd+=" $(printf %q "$arg")"
+done
+
+vng_args=(--run "$kdir" --disable-kvm --disable-microvm --cpus 2 --memory 3G
+	--append="kmemleak=on printk.devkmsg=on"
+	--qemu-opts="-device pci-testdev")
+[ -n "$out" ] && { mkdir -p "$out"; vng_args+=(--rwdir "$out"); }
+
+set +e
+PATH=$(dirname "$VNG"):$PATH timeout --kill-after=15 "$timeout" "$VNG" "${vng_args[@]}" --exec "$guest_cmd" </dev/null
+rc=$?
+set -e
+[ "$rc" = 124 ] && log "the guest did not finish within ${timeout}s"
+exit "$rc"

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# `make check`: every test of rdmavt-rs, ending in one line "N passed, N failed, N skipped".
+#
+#   1. host tests: the splat detector on recorded dmesg samples, the layout generator;
+#   2. the VM test mode, once with rdmavt-rs and once with the in-tree C rdmavt: the modules'
+#      KUnit suites, the kselftest programs under tests/kselftest/, and the splat detector over
+#      the guest's kernel log and a final kmemleak scan.
+#
+# The modules must be built already (the Makefile's check target does that first).
+set -uo pipefail
+
+tests=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$tests/.." && pwd)
+results=${RDMAVT_RS_RESULTS:-$repo/.test-results}
+rm -rf "$results"
+mkdir -p "$results"
+
+# Each source of test points becomes one TAP file in $results, shown as it is produced.
+show() { cat "$1"; }
+
+host_tests() {
+	local t name
+	for t in "$tests"/host/*.sh "$tests"/splat/test_*.sh; do
+		[ -x "$t" ] || continue
+		name=host/$(basename "${t%.*}")
+		"$t" >"$results/${name//\//_}.raw" 2>&1
+		python3 "$tests/tap.py" prefix "$name" $? "$results/${name//\//_}.raw" \
+			>"$results/${name//\//_}.tap"
+		show "$results/${name//\//_}.tap"
+	done
+}
+
+# One boot of the VM with the given rdmavt, then its results as TAP.
+vm_tests() {
+	local v=$1
+	local out=$results/vm-$v tap=$results/vm-$v.tap rc
+	echo "# booting the test VM with the $v rdmavt"
+	bash "$repo/scripts/vm.sh" --rdmavt "$v" --timeout 1500 --out "$out" -- \
+		"$tests/guest/run-suite.sh" >"$results/vm-$v.console" 2>&1
+	rc=$?
+	{
+		if [ "$rc" != 0 ]; then
+			echo "not ok 1 vm-$v: the guest ran the suite (exit status $rc)"
+			tail -30 "$results/vm-$v.console" | sed 's/^/# /'
+		fi
+		if [ "$v" = rs ]; then
+			python3 "$tests/tap.py" kunit "$out/kunit.log" \
+				$(grep -Ev '^#|^$' "$tests/kunit-suites") | sed "s/ kunit / vm-$v: kunit /"
+		fi
+		local f name
+		for f in "$out"/*.tap; do
+			[ -f "$f" ] || continue
+			name=$(basename "$f" .tap)
+			python3 "$tests/tap.py" prefix "vm-$v: $name" "$(cat "$out/$name.rc")" "$f"
+		done
+		if python3 "$repo/scripts/splat_check.py" "$out/dmesg.txt" "$out/kmemleak.txt" \
+			>"$out/splats.txt" 2>&1; then
+			echo "ok 1 vm-$v: kernel log free of KASAN/lockdep/UBSAN/kmemleak/WARN/BUG reports"
+		else
+			echo "not ok 1 vm-$v: kernel log free of KASAN/lockdep/UBSAN/kmemleak/WARN/BUG reports"
+			sed 's/^/# /' "$out/splats.txt" | head -80
+		fi
+	} >"$tap"
+	show "$tap"
+}
+
+# The same pyverbs tests on both modules must end the same way, test by test.
+differential() {
+	local tap=$results/differential.tap
+	python3 "$tests/tap.py" diff "pyverbs rdmavt-rs / C rdmavt" "$results/vm-rs/pyverbs.log" \
+		"$results/vm-c/pyverbs.log" "$tests/pyverbs-known-gaps" >"$tap"
+	show "$tap"
+}
+
+host_tests
+vm_tests rs
+vm_tests c
+differential
+echo "# results and guest logs: $results"
+python3 "$tests/tap.py" count "$results"/*.tap

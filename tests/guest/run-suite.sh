@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# The test mode, inside the guest (started by tests/run-vm.sh through scripts/vm.sh, with the
+# chosen rdmavt already loaded). Writes into $RDMAVT_RS_OUT:
+#   kunit.log      the kernel log as it stood after the modules' KUnit suites ran at load time
+#   NAME.tap       the TAP output of each kselftest program under tests/kselftest/
+#   NAME.rc        its exit status
+#   kmemleak.txt   what a kmemleak scan found at the end
+#   dmesg.txt      the whole kernel log at the end
+# The host parses these; this script only runs things and records what happened.
+set -u
+
+out=$RDMAVT_RS_OUT
+tests=$RDMAVT_RS_REPO/tests/kselftest
+leaks=/sys/kernel/debug/kmemleak
+
+dmesg >"$out/kunit.log"
+: >"$out/kmemleak.txt"
+
+# Objects allocated during boot are not ours to answer for: start counting leaks from here.
+[ -w "$leaks" ] && echo clear >"$leaks"
+
+for t in "$tests"/*; do
+	[ -x "$t" ] || continue
+	name=$(basename "${t%.*}")
+	echo "--- $name ($RDMAVT_RS_RDMAVT)"
+	timeout 300 "$t" >"$out/$name.tap" 2>&1
+	echo $? >"$out/$name.rc"
+done
+
+if [ -w "$leaks" ]; then
+	# kmemleak only reports objects older than a few seconds; scan twice to catch the last test.
+	sleep 6
+	echo scan >"$leaks"
+	echo scan >"$leaks"
+	cat "$leaks" >"$out/kmemleak.txt"
+fi
+dmesg >"$out/dmesg.txt"
