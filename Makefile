@@ -20,7 +20,8 @@ SCRIPTS := $(REPO)/scripts
 LLVM ?= -19
 RUSTC := /usr/bin/rustc
 CLIPPY_DRIVER := /usr/bin/clippy-driver
-BINDGEN := $(or $(RDMAVT_RS_CACHE),/var/cache/rdmavt-rs)/tools/bin/bindgen
+CACHE_ROOT := $(or $(RDMAVT_RS_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/rdmavt-rs)
+BINDGEN := $(CACHE_ROOT)/tools/bin/bindgen
 
 # KDIR defaults to the cached test kernel; scripts/kernel.sh builds it if it is not there yet.
 ifeq ($(KDIR),)
@@ -55,6 +56,6 @@ check: modules
 	@bash $(REPO)/tests/check.sh
 
 clean:
-	@kdir=$$(readlink -f $(or $(RDMAVT_RS_CACHE),/var/cache/rdmavt-rs)/kernel/current); \
+	@kdir=$$(readlink -f $(CACHE_ROOT)/kernel/current); \
 	if [ -d "$$kdir" ]; then $(KMAKE) clean; fi
 	@rm -f .clippy.log
