@@ -47,10 +47,11 @@ EXPORT_SYMBOL(rvt_rkey_ok);
 
 /*
  * Tells a driver at run time (symbol_get) that this rdmavt accepts a device with no PCI
- * device behind it: the C rdmavt dereferences get_pci_dev() in its log messages.
+ * device behind it: the C rdmavt dereferences get_pci_dev() in its log messages. GPL-only,
+ * because symbol_get() finds no other kind.
  */
 const int rdmavt_rs_soft_device_ok = 1;
-EXPORT_SYMBOL(rdmavt_rs_soft_device_ok);
+EXPORT_SYMBOL_GPL(rdmavt_rs_soft_device_ok);
 
 struct ib_device *rdmavt_rs_ib_alloc_device(size_t size)
 {
