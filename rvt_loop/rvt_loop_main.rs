@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! rvt_loop: a software, loopback-only HFI on the rdmavt C API (`rvt_*`).
+//!
+//! It registers `num_devs` IB devices, `rvt_loop0` to `rvt_loop<num_devs-1>`, each with one
+//! ACTIVE port, and reports itself as an hfi1 (`RDMA_DRIVER_HFI1`) so that rdma-core's
+//! libhfi1verbs serves it. It runs on rdmavt-rs and on the in-tree C rdmavt alike.
+//!
+//! The C rdmavt prints through the driver's PCI device (its log macros dereference
+//! `get_pci_dev()`), so the devices are served by a real PCI device when there is one: rvt_loop
+//! binds QEMU's `pci-testdev` and creates them in probe. rdmavt-rs also takes devices
+//! without one, and says so by exporting `rdmavt_rs_soft_device_ok`; with no PCI device bound
+//! at load, rvt_loop then creates them on its own.
+
+mod bindings;
+mod callbacks;
+mod device;
+mod qp;
+mod tables;
+
+use device::DeviceSet;
+use kernel::{
+    device::Core,
+    driver,
+    ffi::c_int,
+    pci,
+    prelude::*,
+    sync::atomic::{Acquire, AtomicFlag, Full, Release},
+};
+
+module! {
+    type: RvtLoop,
+    name: "rvt_loop",
+    authors: ["rdmavt-rs developers"],
+    description: "Software loopback HFI on rdmavt",
+    license: "GPL",
+    params: {
+        num_devs: u32 {
+            default: 1,
+            description: "Number of loopback devices, rvt_loop0..rvt_loop<num_devs-1> (1-64)",
+        },
+    },
+}
+
+/// The most devices one load creates (LIDs 1 to 64).
+const MAX_DEVS: u32 = 64;
+
+/// The marker rdmavt-rs exports (an `int`, non-zero) when it accepts devices without a PCI
+/// device. Looked up at run time, never imported: an import would keep rvt_loop from loading
+/// on the C rdmavt. symbol_get() only returns symbols exported with EXPORT_SYMBOL_GPL.
+const SOFT_DEVICE_MARKER: &CStr = c"rdmavt_rs_soft_device_ok";
+
+/// `num_devs`, checked.
+fn device_count() -> Result<u32> {
+    let count = module_parameters::num_devs.value();
+    if !(1..=MAX_DEVS).contains(&count) {
+        pr_err!("num_devs={count} is out of range 1-{MAX_DEVS}\n");
+        return Err(EINVAL);
+    }
+    Ok(count)
+}
+
+/// Whether the loaded rdmavt accepts devices without a PCI device.
+fn soft_devices_ok() -> bool {
+    // SAFETY: The name is a valid C string. A non-null result holds a reference on the
+    // exporting module, which __symbol_put() below drops.
+    let marker = unsafe { kernel::bindings::__symbol_get(SOFT_DEVICE_MARKER.as_char_ptr()) };
+    if marker.is_null() {
+        return false;
+    }
+    // SAFETY: The marker is an exported `int` of the module we hold a reference on.
+    let ok = unsafe { marker.cast::<c_int>().read() } != 0;
+    // SAFETY: Balances the successful __symbol_get() above; `marker` is not used after it.
+    unsafe { kernel::bindings::__symbol_put(SOFT_DEVICE_MARKER.as_char_ptr()) };
+    ok
+}
+
+/// Set while the devices exist. Their names are global, so only one owner may create them:
+/// the bound pci-testdev or, without one, the module itself.
+static CLAIMED: AtomicFlag = AtomicFlag::new(false);
+
+/// The claim on the device names; released when dropped.
+struct Claim;
+
+impl Claim {
+    fn take() -> Option<Self> {
+        (!CLAIMED.xchg(true, Full)).then_some(Claim)
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        CLAIMED.store(false, Release);
+    }
+}
+
+/// The devices and the claim on their names. Fields drop in order: the devices go first.
+struct Devices {
+    _devs: DeviceSet,
+    _claim: Claim,
+}
+
+impl Devices {
+    /// Registers the `num_devs` devices, served by `pdev` (null: no PCI device). ENODEV when
+    /// another owner has them already.
+    fn new(pdev: *mut bindings::pci_dev) -> Result<Self> {
+        let claim = Claim::take().ok_or(ENODEV)?;
+        Ok(Self {
+            _devs: DeviceSet::new(device_count()?, pdev)?,
+            _claim: claim,
+        })
+    }
+}
+
+/// The PCI driver: its only job is to give rdmavt a `pci_dev` to print through, for as long
+/// as the devices exist.
+struct LoopPci;
+
+kernel::pci_device_table!(
+    PCI_TABLE,
+    <LoopPci as pci::Driver>::IdInfo,
+    [(pci::DeviceId::from_id(pci::Vendor::REDHAT, 0x5), ())]
+);
+
+impl pci::Driver for LoopPci {
+    type IdInfo = ();
+    type Data<'bound> = Devices;
+    const ID_TABLE: pci::IdTable<Self::IdInfo> = &PCI_TABLE;
+
+    fn probe<'bound>(
+        pdev: &'bound pci::Device<Core<'_>>,
+        _info: Option<&'bound Self::IdInfo>,
+    ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
+        // CAST: `pci::Device` is a transparent wrapper of `struct pci_dev`. rdmavt gets the
+        // pointer; the devices are unregistered (`Devices` dropped) when we unbind, before
+        // the PCI device can go away. A second pci-testdev gets ENODEV, which the driver core
+        // takes quietly.
+        let raw = core::ptr::from_ref(pdev)
+            .cast::<bindings::pci_dev>()
+            .cast_mut();
+        let devs = Devices::new(raw)?;
+        dev_info!(pdev, "registered rvt_loop devices\n");
+        Ok(devs)
+    }
+}
+
+struct RvtLoop {
+    /// The devices when no PCI device serves them (rdmavt-rs only). Dropped first.
+    _soft: Option<Devices>,
+    _pci: Pin<KBox<driver::Registration<pci::Adapter<LoopPci>>>>,
+}
+
+impl kernel::Module for RvtLoop {
+    fn init(module: &'static ThisModule) -> Result<Self> {
+        // A bad num_devs fails the load, not only the probe.
+        device_count()?;
+        // PCI drivers probe synchronously during registration, so after this line `CLAIMED`
+        // tells whether a pci-testdev took the devices.
+        let pci = KBox::pin_init(driver::Registration::new(c"rvt_loop", module), GFP_KERNEL)?;
+        let soft = if CLAIMED.load(Acquire) {
+            None
+        } else if soft_devices_ok() {
+            let devs = Devices::new(core::ptr::null_mut())?;
+            pr_info!("registered rvt_loop devices without a PCI device\n");
+            Some(devs)
+        } else {
+            pr_err!(
+                "no PCI device to bind (QEMU: -device pci-testdev), and the loaded rdmavt \
+                 needs one: only rdmavt-rs takes devices without\n"
+            );
+            return Err(ENODEV);
+        };
+        Ok(RvtLoop {
+            _soft: soft,
+            _pci: pci,
+        })
+    }
+}
