@@ -12,6 +12,8 @@
 //! without one, and says so by exporting `rdmavt_rs_soft_device_ok`; with no PCI device bound
 //! at load, rvt_loop then creates them on its own.
 
+// The same generated bindings as rdmavt-rs, fenced the same way.
+#[path = "../bindings/mod.rs"]
 mod bindings;
 mod callbacks;
 mod device;

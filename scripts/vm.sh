@@ -29,6 +29,10 @@ while [ $# -gt 0 ]; do
 	esac
 done
 [ $# -gt 0 ] || die "no command given"
+# virtme-ng's --exec does not carry control characters: put multi-line commands in a script.
+for arg in "$@"; do
+	[[ $arg != *[[:cntrl:]]* ]] || die "arguments may not contain newlines or tabs; use a script"
+done
 case "$rdmavt" in rs|c|none) ;; *) die "--rdmavt takes rs, c or none" ;; esac
 
 kdir=${KDIR:-$(bash "$here/kernel.sh")}
