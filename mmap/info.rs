@@ -24,8 +24,8 @@ fn pending(dev: &Device) -> Guarded<'_, bindings::list_head, SpinLockIrqBackend>
 /// The next free offset, one page per object, under `mmap_offset_lock`.
 fn next_offset(dev: &Device) -> u64 {
     let rdi = dev.as_raw();
-    // SAFETY: `mmap_offset_lock` (initialised at registration) protects `mmap_offset`.
     let mut offset: Guarded<'_, u32, SpinLockIrqBackend> =
+        // SAFETY: `mmap_offset_lock` (initialised at registration) protects `mmap_offset`.
         unsafe { Guarded::lock(&raw mut (*rdi).mmap_offset_lock, &raw mut (*rdi).mmap_offset) };
     // The counter wraps after 4 GiB of offsets; restart above the driver's pages, as C does.
     if *offset == 0 {
