@@ -218,3 +218,14 @@ void *rdmavt_rs_sg_page_iter_address(struct sg_page_iter *iter)
 {
 	return page_address(sg_page_iter_page(iter));
 }
+
+/* Queue pairs (qp/). */
+void rdmavt_rs_rvt_get_qp(struct rvt_qp *qp)
+{
+	rvt_get_qp(qp);
+}
+
+void rdmavt_rs_rvt_put_qp(struct rvt_qp *qp)
+{
+	rvt_put_qp(qp);
+}

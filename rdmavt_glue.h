@@ -80,4 +80,11 @@ int rdmavt_rs_ib_umem_offset(struct ib_umem *umem);
 void rdmavt_rs_umem_page_iter_start(struct ib_umem *umem, struct sg_page_iter *iter);
 void *rdmavt_rs_sg_page_iter_address(struct sg_page_iter *iter);
 
+/*
+ * Queue pairs (qp/): the refcount helpers of rdmavt_qp.h, which hfi1 also calls on our QPs.
+ */
+struct rvt_qp;
+void rdmavt_rs_rvt_get_qp(struct rvt_qp *qp);
+void rdmavt_rs_rvt_put_qp(struct rvt_qp *qp);
+
 #endif /* RDMAVT_RS_GLUE_H */

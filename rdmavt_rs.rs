@@ -17,6 +17,7 @@ mod mad;
 mod mmap;
 mod mr;
 mod pd;
+mod qp;
 
 use kernel::prelude::*;
 

@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! Queue pairs: `struct rvt_qp`, its QPN table, its life (create, modify, destroy), the post
+//! paths, the RC timers and the QP iterator.
+//!
+//! `struct rvt_qp` keeps its C layout and its C locks, because hfi1 reads its fields and takes
+//! its locks directly. Rust code reaches the locks only through the guards below.
+//!
+//! # Lock order
+//!
+//! ```text
+//!   r_lock  ->  s_hlock  ->  s_lock  ->  (a CQ's lock, rdi->n_qps_lock, qpt->lock: leaves)
+//! ```
+//!
+//! A path that holds `s_lock` never takes `r_lock` of the same QP. The C rdmavt breaks this
+//! in `rvt_ruc_loopback()`: to flush the sender into the error state it takes the sender's
+//! `r_lock` inside its `s_lock`, while `rvt_modify_qp()` and the receive paths take `r_lock`
+//! first: an ABBA inversion on one QP. rdmavt-rs's loopback drops `s_lock` and takes both in
+//! the order above (see `crate::loopback`). Between two QPs, no path holds one QP's lock while
+//! taking another's, except `r_lock` of a receiver under nothing of its sender.
+//!
+//! All three QP locks are taken with interrupts disabled, as in C (`spin_lock_irqsave`):
+//! hfi1 takes them from its interrupt handlers.
+
+use core::{marker::PhantomData, ptr};
+
+use kernel::{
+    prelude::*,
+    sync::lock::{spinlock::SpinLockIrqBackend, Guard, Lock},
+    types::Opaque,
+};
+
+use crate::{bindings, device::Device};
+
+/// A QP of one of our devices.
+///
+/// # Invariants
+///
+/// Wraps a live `rvt_qp` that `create_qp` initialised (so its locks are initialised), and that
+/// stays alive while the reference to this wrapper exists.
+#[repr(transparent)]
+pub(crate) struct Qp(Opaque<bindings::rvt_qp>);
+
+impl Qp {
+    /// # Safety
+    ///
+    /// `qp` points to a live `rvt_qp` that `create_qp` initialised, alive for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(qp: *mut bindings::rvt_qp) -> &'a Self {
+        // SAFETY: `Qp` is a transparent wrapper; the caller guarantees the rest.
+        unsafe { &*qp.cast() }
+    }
+
+    /// # Safety
+    ///
+    /// `ibqp` is the `ibqp` head of a live `rvt_qp` that `create_qp` initialised, alive for
+    /// `'a`: true of every QP ib_core passes to our verbs.
+    pub(crate) unsafe fn from_ib<'a>(ibqp: *mut bindings::ib_qp) -> &'a Self {
+        // SAFETY: `ibqp` is the first member of `rvt_qp` (checked in device/ops.rs), so the
+        // container is at the same address; the caller guarantees the rest.
+        unsafe { Self::from_raw(ibqp.cast()) }
+    }
+
+    pub(crate) fn as_raw(&self) -> *mut bindings::rvt_qp {
+        self.0.get()
+    }
+
+    pub(crate) fn ibqp(&self) -> *mut bindings::ib_qp {
+        // SAFETY: the QP is live (type invariant); this only takes a field's address.
+        unsafe { &raw mut (*self.as_raw()).ibqp }
+    }
+
+    /// The device the QP belongs to.
+    pub(crate) fn device(&self) -> &Device {
+        // SAFETY: a live QP's `ibqp.device` is the registered device that created it, which
+        // outlives its QPs.
+        unsafe { Device::from_ib((*self.ibqp()).device) }
+    }
+
+    /// The QP number, fixed at creation.
+    pub(crate) fn qpn(&self) -> u32 {
+        // SAFETY: `qp_num` is written once, before the QP is published.
+        unsafe { (*self.ibqp()).qp_num }
+    }
+
+    /// The transport type, fixed at creation.
+    pub(crate) fn qp_type(&self) -> bindings::ib_qp_type {
+        // SAFETY: `qp_type` is written once, before the QP is published.
+        unsafe { (*self.ibqp()).qp_type }
+    }
+
+    /// Whether the QP was created by user space (its rings are mmap'ed, so hostile).
+    pub(crate) fn is_user(&self) -> bool {
+        // SAFETY: `ip` (the RQ's mmap info) and `ibqp.srq` are written once, at creation.
+        unsafe { !(*self.as_raw()).ip.is_null() && (*self.ibqp()).srq.is_null() }
+    }
+
+    /// Takes a reference that keeps the QP from being freed: `rvt_get_qp()`.
+    pub(crate) fn get(&self) {
+        // SAFETY: `refcount` is an atomic_t of a live QP.
+        unsafe { bindings::rdmavt_rs_rvt_get_qp(self.as_raw()) }
+    }
+
+    /// Drops a reference from [`Qp::get`], waking a destroyer that waits for the last one:
+    /// `rvt_put_qp()`.
+    ///
+    /// # Safety
+    ///
+    /// The caller owns a reference taken with [`Qp::get`] (or the QP's own, on destroy), and
+    /// does not touch the QP after this call unless it holds another.
+    pub(crate) unsafe fn put(&self) {
+        // SAFETY: the caller gives back a reference it owns.
+        unsafe { bindings::rdmavt_rs_rvt_put_qp(self.as_raw()) }
+    }
+
+    /// Takes `r_lock`: the responder state (`r_*` fields, the receive queue's consumer side
+    /// for a QP without SRQ, `state` with `s_lock` also held).
+    pub(crate) fn r_lock(&self) -> RecvGuard<'_> {
+        // SAFETY: `r_lock` is initialised (type invariant).
+        RecvGuard(unsafe { QpGuard::lock(self, &raw mut (*self.as_raw()).r_lock) })
+    }
+
+    /// Takes `s_hlock`: the post-send line (`s_head`, `s_avail`, `s_ssn`, `s_next_psn`).
+    pub(crate) fn s_hlock(&self) -> PostGuard<'_> {
+        // SAFETY: `s_hlock` is initialised (type invariant).
+        PostGuard(unsafe { QpGuard::lock(self, &raw mut (*self.as_raw()).s_hlock) })
+    }
+
+    /// Takes `s_lock`: the requester state (`s_flags`, `s_last`, `s_cur`, `s_tail`, `s_acked`,
+    /// the timers' arming, `state` together with `r_lock`).
+    pub(crate) fn s_lock(&self) -> SendGuard<'_> {
+        // SAFETY: `s_lock` is initialised (type invariant).
+        SendGuard(unsafe { QpGuard::lock(self, &raw mut (*self.as_raw()).s_lock) })
+    }
+}
+
+/// One of a QP's C spinlocks, held, taken with interrupts disabled.
+pub(crate) struct QpGuard<'a> {
+    _guard: Guard<'a, (), SpinLockIrqBackend>,
+    qp: &'a Qp,
+    _not_send: PhantomData<*mut ()>,
+}
+
+impl<'a> QpGuard<'a> {
+    /// # Safety
+    ///
+    /// `lock` is an initialised spinlock inside `qp`.
+    unsafe fn lock(qp: &'a Qp, lock: *mut bindings::spinlock_t) -> Self {
+        // SAFETY: the caller guarantees `lock` is initialised and lives as long as `qp`;
+        // bindgen made two identical C types of spinlock_t (ours and the kernel crate's).
+        let lock = unsafe { Lock::<(), SpinLockIrqBackend>::from_raw(lock.cast()) };
+        Self {
+            _guard: lock.lock(),
+            qp,
+            _not_send: PhantomData,
+        }
+    }
+}
+
+/// `r_lock` held: see [`Qp::r_lock`].
+pub(crate) struct RecvGuard<'a>(QpGuard<'a>);
+
+/// `s_hlock` held: see [`Qp::s_hlock`].
+pub(crate) struct PostGuard<'a>(QpGuard<'a>);
+
+/// `s_lock` held: see [`Qp::s_lock`].
+pub(crate) struct SendGuard<'a>(QpGuard<'a>);
+
+macro_rules! guard_common {
+    ($($guard:ident),*) => {$(
+        impl<'a> $guard<'a> {
+            /// The QP whose lock this is.
+            pub(crate) fn qp(&self) -> &'a Qp {
+                self.0.qp
+            }
+
+            /// The raw QP, for reading and writing the fields this lock protects.
+            pub(crate) fn raw(&self) -> *mut bindings::rvt_qp {
+                self.0.qp.as_raw()
+            }
+        }
+    )*};
+}
+guard_common!(RecvGuard, PostGuard, SendGuard);
+
+impl SendGuard<'_> {
+    /// The QP's state (`IB_QPS_*`). Written only with both `r_lock` and `s_lock` held, so
+    /// either lock is enough to read it.
+    pub(crate) fn state(&self) -> u32 {
+        // SAFETY: `s_lock` is held, see above.
+        u32::from(unsafe { (*self.raw()).state })
+    }
+
+    /// `s_flags`.
+    pub(crate) fn flags(&self) -> u32 {
+        // SAFETY: `s_flags` is protected by `s_lock`, held.
+        unsafe { (*self.raw()).s_flags }
+    }
+
+    /// Sets bits in `s_flags`.
+    pub(crate) fn set_flags(&mut self, bits: u32) {
+        // SAFETY: `s_flags` is protected by `s_lock`, held.
+        unsafe { (*self.raw()).s_flags |= bits };
+    }
+
+    /// Clears bits in `s_flags`.
+    pub(crate) fn clear_flags(&mut self, bits: u32) {
+        // SAFETY: `s_flags` is protected by `s_lock`, held.
+        unsafe { (*self.raw()).s_flags &= !bits };
+    }
+
+    /// The send WQE in slot `n` of the send queue: `rvt_get_swqe_ptr()`.
+    ///
+    /// # Safety
+    ///
+    /// `n < s_size`.
+    pub(crate) unsafe fn swqe(&self, n: u32) -> *mut bindings::rvt_swqe {
+        // SAFETY: the caller guarantees `n` is a slot of the send queue.
+        unsafe { swqe_ptr(self.raw(), n) }
+    }
+}
+
+impl RecvGuard<'_> {
+    /// The QP's state (`IB_QPS_*`), see [`SendGuard::state`].
+    pub(crate) fn state(&self) -> u32 {
+        // SAFETY: `r_lock` is held, see `SendGuard::state`.
+        u32::from(unsafe { (*self.raw()).state })
+    }
+}
+
+/// The send WQE in slot `n`: `rvt_get_swqe_ptr()`. Slots are `sizeof(rvt_swqe)` plus room for
+/// `s_max_sge` SGEs.
+///
+/// # Safety
+///
+/// `qp` is a live QP with a send queue and `n < s_size`.
+pub(crate) unsafe fn swqe_ptr(qp: *mut bindings::rvt_qp, n: u32) -> *mut bindings::rvt_swqe {
+    // SAFETY: `s_wq` and `s_max_sge` are fixed at creation; the caller guarantees `n` is in
+    // range, so the slot lies inside the queue's allocation.
+    unsafe {
+        let stride = core::mem::size_of::<bindings::rvt_swqe>()
+            + usize::from((*qp).s_max_sge) * core::mem::size_of::<bindings::rvt_sge>();
+        (*qp).s_wq.cast::<u8>().add(stride * n as usize).cast()
+    }
+}
+
+/// A null QP pointer, for tables.
+pub(crate) const NO_QP: *mut bindings::rvt_qp = ptr::null_mut();
