@@ -15,6 +15,7 @@
 #include <linux/mm.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_umem.h>
+#include <rdma/opa_addr.h>
 #include <rdma/uverbs_ioctl.h>
 #include <rdma/rdma_vt.h>
 #include <rdma/rdmavt_qp.h>
@@ -228,4 +229,71 @@ void rdmavt_rs_rvt_get_qp(struct rvt_qp *qp)
 void rdmavt_rs_rvt_put_qp(struct rvt_qp *qp)
 {
 	rvt_put_qp(qp);
+}
+
+/* The QPN bitmap's atomic bit operations (qp/qpn.rs), shared with drivers' own allocators. */
+void rdmavt_rs_set_bit(unsigned long nr, unsigned long *addr)
+{
+	set_bit(nr, addr);
+}
+
+int rdmavt_rs_test_and_set_bit(unsigned long nr, unsigned long *addr)
+{
+	return test_and_set_bit(nr, addr);
+}
+
+void rdmavt_rs_clear_bit(unsigned long nr, unsigned long *addr)
+{
+	clear_bit(nr, addr);
+}
+
+void *rdmavt_rs_kzalloc_node(size_t size, int node)
+{
+	return kzalloc_node(size, GFP_KERNEL, node);
+}
+
+/* A new QP's counters, its wait queue for the last reference, and its response-wait link. */
+void rdmavt_rs_init_qp_waits(struct rvt_qp *qp)
+{
+	atomic_set(&qp->refcount, 0);
+	atomic_set(&qp->local_ops_pending, 0);
+	init_waitqueue_head(&qp->wait);
+	INIT_LIST_HEAD(&qp->rspwait);
+}
+
+/* destroy_qp: wait until the last reference (rvt_get_qp) is dropped. */
+void rdmavt_rs_wait_qp_unused(struct rvt_qp *qp)
+{
+	wait_event(qp->wait, !atomic_read(&qp->refcount));
+}
+
+int rdmavt_rs_test_and_clear_bit(unsigned long nr, unsigned long *addr)
+{
+	return test_and_clear_bit(nr, addr);
+}
+
+bool rdmavt_rs_rdma_cap_opa_ah(struct ib_device *device, u32 port_num)
+{
+	return rdma_cap_opa_ah(device, port_num);
+}
+
+/* The first OPA multicast LID: unicast DLIDs of an OPA path lie below it. */
+u32 rdmavt_rs_opa_mcast_base(void)
+{
+	return opa_get_mcast_base(OPA_MCAST_NR);
+}
+
+void rdmavt_rs_rvt_put_ss(struct rvt_sge_state *ss)
+{
+	rvt_put_ss(ss);
+}
+
+void rdmavt_rs_rvt_put_mr(struct rvt_mregion *mr)
+{
+	rvt_put_mr(mr);
+}
+
+void rdmavt_rs_rvt_put_qp_swqe(struct rvt_qp *qp, struct rvt_swqe *wqe)
+{
+	rvt_put_qp_swqe(qp, wqe);
 }

@@ -16,6 +16,7 @@ mod macros;
 mod mad;
 mod mmap;
 mod mr;
+mod krwq;
 mod pd;
 mod qp;
 

@@ -8,7 +8,7 @@
 
 use core::mem::{offset_of, size_of};
 
-use crate::{ah, bindings, cq, mmap, mr, pd};
+use crate::{ah, bindings, cq, mmap, mr, pd, qp};
 
 use super::query;
 
@@ -38,6 +38,7 @@ const _: () = {
     assert!(offset_of!(bindings::rvt_pd, ibpd) == 0);
     assert!(offset_of!(bindings::rvt_ucontext, ibucontext) == 0);
     assert!(offset_of!(bindings::rvt_cq, ibcq) == 0);
+    assert!(offset_of!(bindings::rvt_qp, ibqp) == 0);
 };
 
 const NO_OPS: bindings::ib_device_ops =
@@ -53,12 +54,14 @@ pub(crate) static RVT_DEV_OPS: Ops = Ops(bindings::ib_device_ops {
     alloc_ucontext: Some(query::alloc_ucontext),
     create_ah: Some(ah::create_ah),
     create_cq: Some(cq::create_cq),
+    create_qp: Some(qp::create_qp),
     create_user_ah: Some(ah::create_ah),
     dealloc_pd: Some(pd::dealloc_pd),
     dealloc_ucontext: Some(query::dealloc_ucontext),
     dereg_mr: Some(mr::dereg_mr),
     destroy_ah: Some(ah::destroy_ah),
     destroy_cq: Some(cq::destroy_cq),
+    destroy_qp: Some(qp::destroy_qp),
     get_dma_mr: Some(mr::get_dma_mr),
     get_numa_node: Some(query::get_numa_node),
     get_port_immutable: Some(query::get_port_immutable),
@@ -67,12 +70,14 @@ pub(crate) static RVT_DEV_OPS: Ops = Ops(bindings::ib_device_ops {
     modify_ah: Some(ah::modify_ah),
     modify_device: Some(query::modify_device),
     modify_port: Some(query::modify_port),
+    modify_qp: Some(qp::modify_qp),
     poll_cq: Some(cq::poll_cq),
     query_ah: Some(ah::query_ah),
     query_device: Some(query::query_device),
     query_gid: Some(query::query_gid),
     query_pkey: Some(query::query_pkey),
     query_port: Some(query::query_port),
+    query_qp: Some(qp::query_qp),
     req_notify_cq: Some(cq::req_notify_cq),
     resize_user_cq: Some(cq::resize_cq),
     reg_user_mr: Some(mr::reg_user_mr),
@@ -81,6 +86,7 @@ pub(crate) static RVT_DEV_OPS: Ops = Ops(bindings::ib_device_ops {
     size_ib_ah: size_of::<bindings::rvt_ah>(),
     size_ib_cq: size_of::<bindings::rvt_cq>(),
     size_ib_pd: size_of::<bindings::rvt_pd>(),
+    size_ib_qp: size_of::<bindings::rvt_qp>(),
     size_ib_ucontext: size_of::<bindings::rvt_ucontext>(),
     ..NO_OPS
 });

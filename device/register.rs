@@ -9,7 +9,7 @@ use kernel::{
 };
 
 use super::Device;
-use crate::{bindings, lock::spin_lock_init, macros::c_export, mad, mmap, mr};
+use crate::{bindings, lock::spin_lock_init, macros::c_export, mad, mmap, mr, qp};
 
 /// The uverbs commands rdmavt serves through its ops; ib_core learns of them here because
 /// they have no `ib_device_ops` entry of their own to be detected by.
@@ -132,9 +132,19 @@ fn register(dev: &Device) -> Result {
         bindings::ib_set_device_ops(ibdev, &*super::ops::RVT_DEV_OPS);
         init_internal(dev);
     }
+    // SAFETY: the device is not registered yet.
+    unsafe { qp::driver_init(dev) }.map_err(|_| {
+        pr_err!("Error in driver QP init.\n");
+        EINVAL
+    })?;
     // After the multicast set-up in init_internal, as in C.
     // SAFETY: the device is not registered yet.
-    unsafe { mr::driver_init(dev) }.inspect_err(|_| pr_err!("Error in driver MR init.\n"))?;
+    if let Err(e) = unsafe { mr::driver_init(dev) } {
+        pr_err!("Error in driver MR init.\n");
+        // SAFETY: QP init succeeded above and the device never got registered.
+        unsafe { qp::exit(dev) };
+        return Err(e);
+    }
     // SAFETY: the device is not registered yet.
     unsafe { set_core_attributes(dev) };
     // SAFETY: `ibdev` is fully set up; C registers under the name the driver gave the
@@ -144,8 +154,11 @@ fn register(dev: &Device) -> Result {
     });
     if let Err(e) = res {
         pr_err!("{}: Failed to register driver with ib core.\n", dev.name());
-        // SAFETY: MR init succeeded above and the device never got registered.
-        unsafe { mr::exit(dev) };
+        // SAFETY: MR and QP init succeeded above and the device never got registered.
+        unsafe {
+            mr::exit(dev);
+            qp::exit(dev);
+        }
         return Err(e);
     }
     // As in C, a port without a MAD agent is not fatal: the device works without traps.
@@ -185,8 +198,11 @@ pub(crate) unsafe extern "C" fn rvt_unregister_device(rdi: *mut bindings::rvt_de
     mad::free_agents(dev);
     // SAFETY: registered by `rvt_register_device`; ib_core waits for its users to go.
     unsafe { bindings::ib_unregister_device(dev.ibdev()) };
-    // SAFETY: registration set the table up, and ib_core has deregistered every MR.
-    unsafe { mr::exit(dev) };
+    // SAFETY: registration set the tables up, and ib_core has destroyed every MR and QP.
+    unsafe {
+        mr::exit(dev);
+        qp::exit(dev);
+    }
 }
 c_export!(rvt_unregister_device);
 

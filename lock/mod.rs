@@ -71,6 +71,21 @@ impl<T, B: Backend> DerefMut for Guarded<'_, T, B> {
     }
 }
 
+/// Takes a C spinlock that protects no single field but serialises a set of writers (a hash
+/// table's, a bitmap's): the guard only proves the lock is held.
+///
+/// # Safety
+///
+/// `lock` is an initialised spinlock that lives for `'a`.
+pub(crate) unsafe fn lock_raw<'a, B>(lock: *mut bindings::spinlock_t) -> Guard<'a, (), B>
+where
+    B: Backend<State = kernel::bindings::spinlock_t>,
+{
+    // SAFETY: bindgen generated the same C type twice, once in the kernel crate's bindings
+    // and once in ours; the caller guarantees the lock is initialised and lives for `'a`.
+    unsafe { Lock::<(), B>::from_raw(lock.cast()) }.lock()
+}
+
 /// Initialises a spinlock embedded in a C struct, with its own lockdep class.
 ///
 /// # Safety

@@ -22,10 +22,22 @@
 //! All three QP locks are taken with interrupts disabled, as in C (`spin_lock_irqsave`):
 //! hfi1 takes them from its interrupt handlers.
 
-use core::{marker::PhantomData, ptr};
+mod create;
+mod destroy;
+mod error;
+mod modify;
+mod qpn;
+mod reset;
+mod timers;
+
+pub(crate) use create::create_qp;
+pub(crate) use destroy::{destroy_qp, query_qp};
+pub(crate) use modify::modify_qp;
+pub(crate) use qpn::{driver_init, exit};
+
+use core::{marker::PhantomData, mem::ManuallyDrop};
 
 use kernel::{
-    prelude::*,
     sync::lock::{spinlock::SpinLockIrqBackend, Guard, Lock},
     types::Opaque,
 };
@@ -133,6 +145,29 @@ impl Qp {
     }
 }
 
+impl Qp {
+    /// A [`RecvGuard`] for an `r_lock` the caller (a driver, through an export) already
+    /// holds. It never unlocks: the lock stays the caller's. Lockdep checks that it is held.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds `r_lock` for as long as the returned guard lives.
+    pub(crate) unsafe fn assume_r_locked(&self) -> ManuallyDrop<RecvGuard<'_>> {
+        // SAFETY: `r_lock` is initialised (type invariant) and held (caller's guarantee).
+        ManuallyDrop::new(RecvGuard(unsafe { QpGuard::assume(self, &raw mut (*self.as_raw()).r_lock) }))
+    }
+
+    /// A [`SendGuard`] for an `s_lock` the caller already holds; see [`Qp::assume_r_locked`].
+    ///
+    /// # Safety
+    ///
+    /// The caller holds `s_lock` for as long as the returned guard lives.
+    pub(crate) unsafe fn assume_s_locked(&self) -> ManuallyDrop<SendGuard<'_>> {
+        // SAFETY: `s_lock` is initialised (type invariant) and held (caller's guarantee).
+        ManuallyDrop::new(SendGuard(unsafe { QpGuard::assume(self, &raw mut (*self.as_raw()).s_lock) }))
+    }
+}
+
 /// One of a QP's C spinlocks, held, taken with interrupts disabled.
 pub(crate) struct QpGuard<'a> {
     _guard: Guard<'a, (), SpinLockIrqBackend>,
@@ -150,6 +185,23 @@ impl<'a> QpGuard<'a> {
         let lock = unsafe { Lock::<(), SpinLockIrqBackend>::from_raw(lock.cast()) };
         Self {
             _guard: lock.lock(),
+            qp,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// A guard for a lock the caller already holds (lockdep asserts it).
+    ///
+    /// # Safety
+    ///
+    /// `lock` is an initialised spinlock inside `qp`, held by the caller while the guard
+    /// lives; the guard must not be dropped (it would unlock the caller's lock).
+    unsafe fn assume(qp: &'a Qp, lock: *mut bindings::spinlock_t) -> Self {
+        // SAFETY: as in `lock`; the caller holds the lock.
+        let lock = unsafe { Lock::<(), SpinLockIrqBackend>::from_raw(lock.cast()) };
+        Self {
+            // SAFETY: the caller owns the lock; `Guard::new` asserts it with lockdep.
+            _guard: unsafe { Guard::new(lock, ()) },
             qp,
             _not_send: PhantomData,
         }
@@ -243,5 +295,10 @@ pub(crate) unsafe fn swqe_ptr(qp: *mut bindings::rvt_qp, n: u32) -> *mut binding
     }
 }
 
-/// A null QP pointer, for tables.
-pub(crate) const NO_QP: *mut bindings::rvt_qp = ptr::null_mut();
+/// `rvt_timeout_to_jiffies()`: the IB local ACK timeout, 4.096 us << `timeout`, in jiffies
+/// (`timeout` above 31 counts as 31).
+pub(crate) fn timeout_to_jiffies(timeout: u8) -> kernel::ffi::c_ulong {
+    let usecs = (4096u64 << timeout.min(31)) / 1000;
+    // SAFETY: a pure conversion.
+    unsafe { bindings::__usecs_to_jiffies(usecs as u32) }
+}

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The receive queue of a QP or SRQ: `struct rvt_rq`, with its kernel ring `struct rvt_krwq`
+//! and, for user QPs, the mmap'd `struct rvt_rwq`.
+//!
+//! This first part is the queue's memory (`rvt_alloc_rq`/`rvt_free_rq`); the ring's producer
+//! and consumer sides come next.
+
+use kernel::{ffi::c_int, prelude::*};
+
+use crate::bindings;
+
+/// `rvt_alloc_rq`: the memory of a receive queue of `bytes` bytes of WQEs, on `node`.
+///
+/// A user queue gets its ring in `vmalloc_user` memory, to be mmap'd, and a `rvt_krwq` without
+/// slots that only holds the locks; a kernel queue gets the slots in its `rvt_krwq`.
+///
+/// # Safety
+///
+/// `rq` is a zeroed receive queue that nothing else uses.
+pub(crate) unsafe fn alloc(rq: *mut bindings::rvt_rq, bytes: u32, node: c_int, user: bool) -> Result {
+    let bytes = bytes as usize;
+    let head = core::mem::size_of::<bindings::rvt_krwq>();
+    // SAFETY: the caller owns `rq`; every pointer stored is freed by `free`.
+    unsafe {
+        let slots = if user {
+            let wq = bindings::rdmavt_rs_vmalloc_user((core::mem::size_of::<bindings::rvt_rwq>() + bytes) as _);
+            (*rq).wq = wq.cast();
+            (*rq).kwq = bindings::rdmavt_rs_kzalloc_node(head, node).cast();
+            if wq.is_null() || (*rq).kwq.is_null() {
+                free(rq);
+                return Err(ENOMEM);
+            }
+            (*(*rq).wq).wq.as_mut_ptr()
+        } else {
+            (*rq).kwq = bindings::rdmavt_rs_vzalloc_node((head + bytes) as _, node).cast();
+            if (*rq).kwq.is_null() {
+                return Err(ENOMEM);
+            }
+            (*(*rq).kwq).wq.as_mut_ptr()
+        };
+        let kwq = (*rq).kwq;
+        (*kwq).curr_wq = slots;
+        crate::lock::spin_lock_init!(&raw mut (*kwq).p_lock, c"&rq->kwq->p_lock");
+        crate::lock::spin_lock_init!(&raw mut (*kwq).c_lock, c"&rq->kwq->c_lock");
+    }
+    Ok(())
+}
+
+/// `rvt_free_rq`: frees what [`alloc`] allocated and leaves the pointers NULL.
+///
+/// # Safety
+///
+/// `rq` was set up by [`alloc`] (or is zeroed), and nothing uses it any more.
+pub(crate) unsafe fn free(rq: *mut bindings::rvt_rq) {
+    // SAFETY: the caller's guarantee; `kvfree` and `vfree` take NULL.
+    unsafe {
+        kernel::bindings::kvfree((*rq).kwq.cast());
+        (*rq).kwq = core::ptr::null_mut();
+        bindings::vfree((*rq).wq.cast());
+        (*rq).wq = core::ptr::null_mut();
+    }
+}
+
+/// Completes every receive WQE still queued with IB_WC_WR_FLUSH_ERR (the consumer side of the
+/// ring; it lands with the ring).
+pub(crate) fn flush(_qp: &crate::qp::Qp) {}

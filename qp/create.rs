@@ -1,0 +1,434 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! `create_qp`: checks the request against the driver's limits, sets up the queues, the
+//! driver's private data and a QP number, and, for user space, the mmap'able receive ring.
+//!
+//! ib_core allocates the `rvt_qp` zeroed (`size_ib_qp`) and hands us its `ib_qp` head. Every
+//! resource a QP owns is recorded in its C fields as soon as it exists, so one function,
+//! [`Qp::free_resources`], unwinds a failed creation and finishes a destroy alike.
+
+use core::{ffi::c_void, mem::size_of};
+
+use kernel::{ffi::c_int, prelude::*};
+
+use super::{
+    qpn::{self, QpnRequest, AIP_QP_BASE},
+    Qp,
+};
+use crate::{bindings, device::Device, krwq, lock::spin_lock_init, mmap::MmapInfo};
+
+/// `RC_QP_SCALING_INTERVAL`: RC QPs per extra jiffy of retry timeout (`busy_jiffies`).
+const RC_QP_SCALING_INTERVAL: u32 = 5;
+
+const QPT_RC: bindings::ib_qp_type = bindings::ib_qp_type::IB_QPT_RC;
+const QPT_UC: bindings::ib_qp_type = bindings::ib_qp_type::IB_QPT_UC;
+const QPT_UD: bindings::ib_qp_type = bindings::ib_qp_type::IB_QPT_UD;
+const QPT_SMI: bindings::ib_qp_type = bindings::ib_qp_type::IB_QPT_SMI;
+const QPT_GSI: bindings::ib_qp_type = bindings::ib_qp_type::IB_QPT_GSI;
+
+/// `ib_device_ops.create_qp`.
+///
+/// # Safety
+///
+/// Only ib_core calls this, through `RVT_DEV_OPS`, with a new zeroed QP of one of our devices,
+/// valid attributes, and `udata` NULL (kernel caller) or valid.
+pub(crate) unsafe extern "C" fn create_qp(
+    ibqp: *mut bindings::ib_qp,
+    init_attr: *mut bindings::ib_qp_init_attr,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    // SAFETY: ib_core allocated the QP with `size_ib_qp`: the head of a zeroed `rvt_qp`. Its
+    // locks are not initialised yet, which `Qp`'s invariant asks for: `create` initialises
+    // them before anything takes one.
+    let qp = unsafe { Qp::from_ib(ibqp) };
+    // SAFETY: ib_core passes valid attributes, which the reply's capabilities go back into.
+    let init = unsafe { &mut *init_attr };
+    match qp.create(init, udata) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// The sizes a valid request asks for.
+struct Shape {
+    /// Send queue slots: `max_send_wr`, one always free, and the driver's reserved ones.
+    sq_slots: u32,
+    /// Receive SGEs beyond the first, for `r_sg_list`.
+    extra_rsges: usize,
+}
+
+/// C's checks of the request, in C's order (so the same request fails with the same errno).
+fn check_request(dev: &Device, ibqp: *mut bindings::ib_qp, init: &bindings::ib_qp_init_attr) -> Result<Shape> {
+    let props = &dev.dparms().props;
+    let cap = &init.cap;
+    let netdev_use = bindings::ib_qp_create_flags_IB_QP_CREATE_NETDEV_USE as u32;
+    if init.create_flags & !netdev_use != 0 {
+        return Err(EOPNOTSUPP);
+    }
+    if cap.max_send_sge > props.max_send_sge || cap.max_send_wr > props.max_qp_wr as u32 {
+        return Err(EINVAL);
+    }
+    if init.srq.is_null() {
+        if cap.max_recv_sge > props.max_recv_sge || cap.max_recv_wr > props.max_qp_wr as u32 {
+            return Err(EINVAL);
+        }
+        // Widened so that four u32 limits cannot wrap to zero.
+        let total = [cap.max_send_sge, cap.max_send_wr, cap.max_recv_sge, cap.max_recv_wr]
+            .iter()
+            .map(|&v| u64::from(v))
+            .sum::<u64>();
+        if total == 0 {
+            return Err(EINVAL);
+        }
+    }
+    match init.qp_type {
+        QPT_SMI | QPT_GSI => {
+            // SAFETY: `ibqp->device` is our registered device.
+            let ports = u32::from(unsafe { (*(*ibqp).device).phys_port_cnt });
+            if init.port_num == 0 || init.port_num > ports {
+                return Err(EINVAL);
+            }
+        }
+        QPT_RC | QPT_UC | QPT_UD => {}
+        // No raw or XRC QPs, as in C.
+        _ => return Err(EOPNOTSUPP),
+    }
+    let rq_sges = if init.srq.is_null() {
+        cap.max_recv_sge
+    } else {
+        // SAFETY: ib_core passes a live SRQ of this device; `rq.max_sge` is fixed for it.
+        u32::from(unsafe { (*init.srq.cast::<bindings::rvt_srq>()).rq.max_sge })
+    };
+    let sq_slots = cap.max_send_wr + 1 + dev.dparms().reserved_operations as u32;
+    Ok(Shape {
+        sq_slots,
+        extra_rsges: rq_sges.saturating_sub(1) as usize,
+    })
+}
+
+/// `get_allowed_ops`: the opcode family of the QP type (`IB_OPCODE_RC`, `_UC`, `_UD`).
+fn allowed_ops(qp_type: bindings::ib_qp_type) -> u8 {
+    (match qp_type {
+        QPT_RC => bindings::IB_OPCODE_RC,
+        QPT_UC => bindings::IB_OPCODE_UC,
+        _ => bindings::IB_OPCODE_UD,
+    }) as u8
+}
+
+/// `kzalloc_node()`.
+fn kzalloc_node(size: usize, node: c_int) -> Result<*mut c_void> {
+    // SAFETY: a plain allocation.
+    let p = unsafe { bindings::rdmavt_rs_kzalloc_node(size, node) };
+    if p.is_null() {
+        Err(ENOMEM)
+    } else {
+        Ok(p)
+    }
+}
+
+impl Qp {
+    fn create(&self, init: &mut bindings::ib_qp_init_attr, udata: *mut bindings::ib_udata) -> Result {
+        let dev = self.device();
+        let shape = check_request(dev, self.ibqp(), init)?;
+        let mut numbered = false;
+        let res = self.set_up(dev, init, &shape, udata, &mut numbered);
+        if res.is_err() {
+            if numbered {
+                qpn::free_qpn(dev, self.qpn());
+            }
+            // SAFETY: the QP never became visible to anyone but this call.
+            unsafe { self.free_resources() };
+        }
+        res
+    }
+
+    /// Everything after the checks, in C's order. On error, the caller frees what was
+    /// recorded in the QP, and the QP number if `numbered` says there is one.
+    fn set_up(
+        &self,
+        dev: &Device,
+        init: &mut bindings::ib_qp_init_attr,
+        shape: &Shape,
+        udata: *mut bindings::ib_udata,
+        numbered: &mut bool,
+    ) -> Result {
+        self.alloc_queues(dev, init, shape)?;
+        self.alloc_driver_priv(dev)?;
+        if init.srq.is_null() {
+            self.alloc_rq(dev, init, udata)?;
+        }
+        self.init_fields(init, shape);
+        self.alloc_ud_attrs(dev)?;
+        self.number(dev, init)?;
+        *numbered = true;
+        if let Some(priv_init) = dev.driver().qp_priv_init {
+            // SAFETY: the driver's callback on a fully set-up QP, as C calls it.
+            kernel::error::to_result(unsafe { priv_init(dev.as_raw(), self.as_raw(), init) })?;
+        }
+        init.cap.max_inline_data = 0;
+        self.reply(dev, udata)?;
+        count_new(dev, init.qp_type)?;
+        if let Some(info) = self.mmap_info() {
+            info.add_pending(dev);
+            let _ = info.into_raw();
+        }
+        Ok(())
+    }
+
+    /// The send queue, the receive SGE list, RC's ack queue and the timers.
+    fn alloc_queues(&self, dev: &Device, init: &bindings::ib_qp_init_attr, shape: &Shape) -> Result {
+        let node = dev.dparms().node;
+        let qp = self.as_raw();
+        let slot = size_of::<bindings::rvt_swqe>() + init.cap.max_send_sge as usize * size_of::<bindings::rvt_sge>();
+        let sq_bytes = slot.checked_mul(shape.sq_slots as usize).ok_or(ENOMEM)?;
+        // SAFETY: a plain allocation.
+        let swq = unsafe { bindings::rdmavt_rs_vzalloc_node(sq_bytes as _, node) };
+        if swq.is_null() {
+            return Err(ENOMEM);
+        }
+        // SAFETY: the QP is ours alone during creation.
+        unsafe { (*qp).s_wq = swq.cast() };
+        let sg_list = kzalloc_node(shape.extra_rsges * size_of::<bindings::rvt_sge>(), node)?;
+        // SAFETY: as above.
+        unsafe { (*qp).r_sg_list = sg_list.cast() };
+        if init.qp_type == QPT_RC {
+            // `rvt_max_atomic()`: one more entry than the deepest RDMA read/atomic queue.
+            let entries = usize::from(dev.dparms().max_rdma_atomic) + 1;
+            let acks = kzalloc_node(entries * size_of::<bindings::rvt_ack_entry>(), node)?;
+            // SAFETY: as above.
+            unsafe { (*qp).s_ack_queue = acks.cast() };
+        }
+        // SAFETY: as above.
+        unsafe {
+            (*qp).allowed_ops = allowed_ops(init.qp_type);
+            super::timers::init(qp);
+        }
+        Ok(())
+    }
+
+    /// The driver's private data (hfi1's `hfi1_qp_priv`, rvt_loop's send work).
+    fn alloc_driver_priv(&self, dev: &Device) -> Result {
+        let alloc = dev.driver().qp_priv_alloc.ok_or(EINVAL)?;
+        // SAFETY: the driver's callback, as C calls it: process context, QP not yet visible.
+        let p = unsafe { alloc(dev.as_raw(), self.as_raw()) };
+        let p = kernel::error::from_err_ptr(p)?;
+        // SAFETY: the QP is ours alone during creation.
+        unsafe {
+            (*self.as_raw()).priv_ = p;
+            let timeout = (*self.as_raw()).timeout;
+            (*self.as_raw()).timeout_jiffies = super::timeout_to_jiffies(timeout);
+        }
+        Ok(())
+    }
+
+    /// The receive queue of a QP without SRQ: a kernel ring, or for user space the ring it
+    /// will mmap.
+    fn alloc_rq(&self, dev: &Device, init: &bindings::ib_qp_init_attr, udata: *mut bindings::ib_udata) -> Result {
+        let rq = self.rq();
+        let size = init.cap.max_recv_wr + 1;
+        let max_sge = init.cap.max_recv_sge;
+        // SAFETY: the QP is ours alone during creation.
+        unsafe {
+            (*rq).size = size;
+            (*rq).max_sge = max_sge as u8;
+        }
+        let bytes = rwqe_size(max_sge).checked_mul(size as usize).ok_or(ENOMEM)?;
+        let bytes = u32::try_from(bytes).map_err(|_| ENOMEM)?;
+        // SAFETY: `rq` is the QP's zeroed receive queue, ours alone; `max_sge` is set.
+        unsafe { krwq::alloc(rq, bytes, dev.dparms().node, !udata.is_null()) }
+    }
+
+    /// Locks, counts, queue geometry and the reset state (`rvt_init_qp`).
+    fn init_fields(&self, init: &bindings::ib_qp_init_attr, shape: &Shape) {
+        let qp = self.as_raw();
+        // SAFETY: the QP is ours alone during creation: the locks are initialised before any
+        // path can take them (the QP is not findable yet).
+        unsafe {
+            spin_lock_init!(&raw mut (*qp).r_lock, c"&qp->r_lock");
+            spin_lock_init!(&raw mut (*qp).s_hlock, c"&qp->s_hlock");
+            spin_lock_init!(&raw mut (*qp).s_lock, c"&qp->s_lock");
+            bindings::rdmavt_rs_init_qp_waits(qp);
+            (*qp).state = bindings::ib_qp_state::IB_QPS_RESET.0 as u8;
+            (*qp).s_size = shape.sq_slots;
+            (*qp).s_avail = init.cap.max_send_wr;
+            (*qp).s_max_sge = init.cap.max_send_sge as u8;
+            if init.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_REQ_WR {
+                (*qp).s_flags = bindings::RVT_S_SIGNAL_REQ_WR;
+            }
+        }
+    }
+
+    /// `alloc_ud_wq_attr`: UD send WQEs each carry a copy of their AH's attributes.
+    fn alloc_ud_attrs(&self, dev: &Device) -> Result {
+        let qp = self.as_raw();
+        // SAFETY: the QP is ours alone during creation; the slots are in range.
+        unsafe {
+            if (*qp).allowed_ops != bindings::IB_OPCODE_UD as u8 {
+                return Ok(());
+            }
+            for n in 0..(*qp).s_size {
+                let attr = kzalloc_node(size_of::<bindings::rdma_ah_attr>(), dev.dparms().node)?;
+                (*super::swqe_ptr(qp, n)).__bindgen_anon_1.ud_wr.attr = attr.cast();
+            }
+        }
+        Ok(())
+    }
+
+    /// A QP number, the port, and the reset state's fields.
+    fn number(&self, dev: &Device, init: &bindings::ib_qp_init_attr) -> Result {
+        let aip = init.create_flags & bindings::ib_qp_create_flags_IB_QP_CREATE_NETDEV_USE as u32 != 0;
+        let req = QpnRequest {
+            qp_type: init.qp_type,
+            port_num: init.port_num,
+            aip,
+        };
+        let qpn = qpn::alloc_qpn(dev, &req)?;
+        let qp = self.as_raw();
+        // SAFETY: the QP is ours alone during creation.
+        unsafe {
+            (*qp).ibqp.qp_num = if aip { qpn | AIP_QP_BASE } else { qpn };
+            (*qp).port_num = init.port_num as u8;
+        }
+        self.init_reset_state(init.qp_type);
+        Ok(())
+    }
+
+    /// Tells user space where to mmap the receive ring (0 when it has none: an SRQ's QP).
+    fn reply(&self, dev: &Device, udata: *mut bindings::ib_udata) -> Result {
+        // SAFETY: NULL or ib_core's valid udata.
+        if udata.is_null() || unsafe { (*udata).outlen } < size_of::<u64>() {
+            return Ok(());
+        }
+        let rq = self.rq();
+        // SAFETY: the QP is ours alone during creation.
+        let wq = unsafe { (*rq).wq };
+        let mut offset = 0u64;
+        if !wq.is_null() {
+            // SAFETY: as above; the ring's geometry is set.
+            let (size, max_sge) = unsafe { ((*rq).size, u32::from((*rq).max_sge)) };
+            let bytes = size_of::<bindings::rvt_rwq>() + size as usize * rwqe_size(max_sge);
+            let info = MmapInfo::new(dev, bytes as u32, udata, wq.cast())?;
+            offset = info.offset();
+            // SAFETY: as above. From here the info owns the ring (see `free_resources`).
+            unsafe { (*self.as_raw()).ip = info.into_raw() };
+        }
+        // SAFETY: `udata` is valid with room for a u64 (checked above).
+        kernel::error::to_result(unsafe {
+            bindings::rdmavt_rs_ib_copy_to_udata(udata, (&raw mut offset).cast(), size_of::<u64>())
+        })?;
+        // SAFETY: as above.
+        unsafe { (*self.as_raw()).pid = kernel::current!().pid() };
+        Ok(())
+    }
+
+    /// The mmap info of a user receive ring, as a borrowed handle (given back with
+    /// `into_raw`).
+    fn mmap_info(&self) -> Option<MmapInfo> {
+        // SAFETY: `ip` is set once, during creation.
+        let ip = unsafe { (*self.as_raw()).ip };
+        // SAFETY: `ip` came from `MmapInfo::into_raw`; the caller gives it back.
+        (!ip.is_null()).then(|| unsafe { MmapInfo::from_raw(ip) })
+    }
+
+    /// The QP's receive queue (unused with an SRQ).
+    pub(super) fn rq(&self) -> *mut bindings::rvt_rq {
+        // SAFETY: only the field's address is taken.
+        unsafe { &raw mut (*self.as_raw()).r_rq }
+    }
+
+    /// Frees what a QP owns: after a failed creation, or at the end of a destroy once the
+    /// last reference is gone. Fields never set are NULL (ib_core zeroes the QP).
+    ///
+    /// # Safety
+    ///
+    /// Nothing else uses the QP, now or later.
+    pub(super) unsafe fn free_resources(&self) {
+        let dev = self.device();
+        let qp = self.as_raw();
+        // SAFETY: the caller guarantees exclusive use; every pointer freed here was
+        // allocated by `create` with the matching allocator, or is NULL.
+        unsafe {
+            if let Some(info) = self.mmap_info() {
+                // The info owns the user ring: its last reference frees it. The C rdmavt
+                // also vfree()s the ring on one error path, a double free; not here.
+                (*qp).ip = core::ptr::null_mut();
+                (*qp).r_rq.wq = core::ptr::null_mut();
+                drop(info);
+            }
+            krwq::free(self.rq());
+            if !(*qp).priv_.is_null() {
+                if let Some(free) = dev.driver().qp_priv_free {
+                    free(dev.as_raw(), qp);
+                }
+                (*qp).priv_ = core::ptr::null_mut();
+            }
+            self.free_ud_attrs();
+            bindings::kfree((*qp).s_ack_queue.cast());
+            (*qp).s_ack_queue = core::ptr::null_mut();
+            bindings::kfree((*qp).r_sg_list.cast());
+            (*qp).r_sg_list = core::ptr::null_mut();
+            bindings::vfree((*qp).s_wq.cast());
+            (*qp).s_wq = core::ptr::null_mut();
+        }
+    }
+
+    /// `free_ud_wq_attr`.
+    ///
+    /// # Safety
+    ///
+    /// Nothing else uses the QP's send queue.
+    unsafe fn free_ud_attrs(&self) {
+        let qp = self.as_raw();
+        // SAFETY: the caller guarantees exclusive use; the slots are in range.
+        unsafe {
+            if (*qp).s_wq.is_null() || (*qp).allowed_ops != bindings::IB_OPCODE_UD as u8 {
+                return;
+            }
+            for n in 0..(*qp).s_size {
+                let wqe = super::swqe_ptr(qp, n);
+                bindings::kfree((*wqe).__bindgen_anon_1.ud_wr.attr.cast());
+                (*wqe).__bindgen_anon_1.ud_wr.attr = core::ptr::null_mut();
+            }
+        }
+    }
+}
+
+/// Bytes per receive WQE with `max_sge` SGEs.
+fn rwqe_size(max_sge: u32) -> usize {
+    size_of::<bindings::rvt_rwqe>() + max_sge as usize * size_of::<bindings::ib_sge>()
+}
+
+/// Counts a new QP against the driver's `max_qp` (-ENOMEM at the limit, as C), and keeps the
+/// RC retry timers' `busy_jiffies` scaled to the number of RC QPs.
+fn count_new(dev: &Device, qp_type: bindings::ib_qp_type) -> Result {
+    let rdi = dev.as_raw();
+    // SAFETY: `n_qps_lock` is initialised at registration and protects the counts.
+    let _guard = unsafe { crate::lock::lock_raw::<kernel::sync::lock::spinlock::SpinLockBackend>(&raw mut (*rdi).n_qps_lock) };
+    // SAFETY: protected by `n_qps_lock`, held.
+    unsafe {
+        if (*rdi).n_qps_allocated == dev.dparms().props.max_qp as u32 {
+            return Err(ENOMEM);
+        }
+        (*rdi).n_qps_allocated += 1;
+        if qp_type == QPT_RC {
+            (*rdi).n_rc_qps += 1;
+            (*rdi).busy_jiffies = ((*rdi).n_rc_qps / RC_QP_SCALING_INTERVAL) as _;
+        }
+    }
+    Ok(())
+}
+
+/// Uncounts a destroyed QP: the reverse of [`count_new`].
+pub(super) fn count_gone(dev: &Device, qp_type: bindings::ib_qp_type) {
+    let rdi = dev.as_raw();
+    // SAFETY: `n_qps_lock` is initialised at registration and protects the counts.
+    let _guard = unsafe { crate::lock::lock_raw::<kernel::sync::lock::spinlock::SpinLockBackend>(&raw mut (*rdi).n_qps_lock) };
+    // SAFETY: protected by `n_qps_lock`, held.
+    unsafe {
+        (*rdi).n_qps_allocated -= 1;
+        if qp_type == QPT_RC {
+            (*rdi).n_rc_qps -= 1;
+            (*rdi).busy_jiffies = ((*rdi).n_rc_qps / RC_QP_SCALING_INTERVAL) as _;
+        }
+    }
+}
