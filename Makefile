@@ -41,7 +41,8 @@ setup:
 	@bash $(SCRIPTS)/setup.sh
 
 modules: setup
-	@kdir=$(KDIR_CMD) && $(KMAKE) modules
+	@kdir=$(KDIR_CMD) && $(KMAKE) modules && \
+	bash $(SCRIPTS)/check-self-contained.sh "$$kdir" $(REPO)/rdmavt.ko
 
 # Rebuild our objects under clippy-driver; warnings from our code fail the target.
 clippy: setup

@@ -46,6 +46,18 @@ EXPORT_SYMBOL(rvt_invalidate_rkey);
 EXPORT_SYMBOL(rvt_lkey_ok);
 EXPORT_SYMBOL(rvt_rkey_ok);
 
+/* Queue pairs, implemented in qp/. */
+EXPORT_SYMBOL(rvt_error_qp);
+EXPORT_SYMBOL(rvt_rnr_tbl_to_usec);
+EXPORT_SYMBOL(rvt_add_retry_timer_ext);
+EXPORT_SYMBOL(rvt_add_rnr_timer);
+EXPORT_SYMBOL(rvt_stop_rc_timers);
+EXPORT_SYMBOL(rvt_del_timers_sync);
+EXPORT_SYMBOL(rvt_rc_rnr_retry);
+EXPORT_SYMBOL(rvt_qp_iter_init);
+EXPORT_SYMBOL(rvt_qp_iter_next);
+EXPORT_SYMBOL(rvt_qp_iter);
+
 /*
  * Tells a driver at run time (symbol_get) that this rdmavt accepts a device with no PCI
  * device behind it: the C rdmavt dereferences get_pci_dev() in its log messages. GPL-only,
@@ -296,4 +308,23 @@ void rdmavt_rs_rvt_put_mr(struct rvt_mregion *mr)
 void rdmavt_rs_rvt_put_qp_swqe(struct rvt_qp *qp, struct rvt_swqe *wqe)
 {
 	rvt_put_qp_swqe(qp, wqe);
+}
+
+/* qp/timers.rs: timer set-up and arming are macros or static inlines. */
+void rdmavt_rs_qp_timers_setup(struct rvt_qp *qp, void (*rc_timeout)(struct timer_list *),
+			       enum hrtimer_restart (*rnr_retry)(struct hrtimer *))
+{
+	timer_setup(&qp->s_timer, rc_timeout, 0);
+	hrtimer_setup(&qp->s_rnr_timer, rnr_retry, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
+}
+
+void rdmavt_rs_add_timer_after(struct timer_list *timer, unsigned long delta)
+{
+	timer->expires = jiffies + delta;
+	add_timer(timer);
+}
+
+void rdmavt_rs_hrtimer_start_us(struct hrtimer *timer, u32 usecs)
+{
+	hrtimer_start(timer, ns_to_ktime(1000 * (u64)usecs), HRTIMER_MODE_REL_PINNED);
 }

@@ -103,3 +103,8 @@ void rdmavt_rs_rvt_put_mr(struct rvt_mregion *mr);
 void rdmavt_rs_rvt_put_qp_swqe(struct rvt_qp *qp, struct rvt_swqe *wqe);
 
 #endif /* RDMAVT_RS_GLUE_H */
+
+void rdmavt_rs_qp_timers_setup(struct rvt_qp *qp, void (*rc_timeout)(struct timer_list *),
+			       enum hrtimer_restart (*rnr_retry)(struct hrtimer *));
+void rdmavt_rs_add_timer_after(struct timer_list *timer, unsigned long delta);
+void rdmavt_rs_hrtimer_start_us(struct hrtimer *timer, u32 usecs);

@@ -27,6 +27,7 @@ mod destroy;
 mod error;
 mod modify;
 mod qpn;
+mod iter;
 mod reset;
 mod timers;
 
@@ -296,9 +297,10 @@ pub(crate) unsafe fn swqe_ptr(qp: *mut bindings::rvt_qp, n: u32) -> *mut binding
 }
 
 /// `rvt_timeout_to_jiffies()`: the IB local ACK timeout, 4.096 us << `timeout`, in jiffies
-/// (`timeout` above 31 counts as 31).
+/// (`timeout` above 31 counts as 31), rounded as C rounds it.
 pub(crate) fn timeout_to_jiffies(timeout: u8) -> kernel::ffi::c_ulong {
-    let usecs = (4096u64 << timeout.min(31)) / 1000;
     // SAFETY: a pure conversion.
-    unsafe { bindings::__usecs_to_jiffies(usecs as u32) }
+    let jiffies = unsafe { bindings::__usecs_to_jiffies(1u32 << timeout.min(31)) };
+    // C computes this in unsigned long, so it cannot overflow on 64-bit.
+    jiffies * 4096 / 1000
 }

@@ -99,14 +99,11 @@ impl Qp {
         if locks.s.state() != reset {
             // SAFETY: `state` is written with `r_lock` and `s_lock` held, as here.
             unsafe { (*qp).state = reset as u8 };
-            // SAFETY: the driver's callbacks and rdmavt's timer functions, called with the
-            // locks C holds at this point (all three).
-            unsafe {
-                if let Some(flush) = f.flush_qp_waiters {
-                    flush(qp);
-                }
-                bindings::rvt_stop_rc_timers(qp);
+            if let Some(flush) = f.flush_qp_waiters {
+                // SAFETY: the driver's callback, with the locks C holds here (all three).
+                unsafe { flush(qp) };
             }
+            locks.s.stop_timers();
             locks.s.clear_flags(bindings::RVT_S_TIMER | bindings::RVT_S_ANY_WAIT);
             drop(locks);
             self.stop_and_unpublish();

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The QP iterator of drivers (hfi1's debugfs and its QP walks): `rvt_qp_iter_init`,
+//! `rvt_qp_iter_next` and `rvt_qp_iter`.
+//!
+//! The walk visits the special QPs first, two slots per port (QP0 and QP1), then each bucket
+//! of the QPN hash table along its `next` chain. Special QPs are never in the hash table and
+//! their `next` is NULL, so one loop covers both: position `n` below `specials` is port
+//! `n / 2`'s QP `n & 1`, and position `specials + i` is bucket `i`.
+
+use core::ptr;
+
+use kernel::{
+    prelude::*,
+    sync::{
+        atomic::{atomic_load, Acquire},
+        rcu,
+    },
+};
+
+use super::Qp;
+use crate::{bindings, macros::c_export};
+
+/// The callback type of the iterator.
+type Callback = Option<unsafe extern "C" fn(qp: *mut bindings::rvt_qp, v: u64)>;
+
+/// A fresh iterator over `rdi`'s QPs, before the first.
+///
+/// # Safety
+///
+/// `rdi` is a registered device of ours.
+unsafe fn start(rdi: *mut bindings::rvt_dev_info, v: u64, cb: Callback) -> bindings::rvt_qp_iter {
+    bindings::rvt_qp_iter {
+        qp: ptr::null_mut(),
+        rdi,
+        cb,
+        v,
+        // SAFETY: `phys_port_cnt` is fixed once the device is registered.
+        specials: unsafe { (*rdi).ibdev.phys_port_cnt } as i32 * 2,
+        n: 0,
+    }
+}
+
+/// `rvt_qp_iter_init`: a new iterator, allocated (the caller frees it with `kfree`), or NULL
+/// if memory is short.
+///
+/// # Safety
+///
+/// `rdi` is a registered device of ours.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rvt_qp_iter_init(
+    rdi: *mut bindings::rvt_dev_info,
+    v: u64,
+    cb: Callback,
+) -> *mut bindings::rvt_qp_iter {
+    // SAFETY: the caller's guarantee.
+    let iter = unsafe { start(rdi, v, cb) };
+    // KBox is kmalloc memory, which the caller's kfree() releases.
+    KBox::new(iter, GFP_KERNEL).map_or(ptr::null_mut(), KBox::into_raw)
+}
+c_export!(rvt_qp_iter_init);
+
+/// `rvt_qp_iter_next`: moves to the next QP and returns 0 (`iter->qp` is it), or returns 1
+/// at the end.
+///
+/// # Safety
+///
+/// `iter` came from [`rvt_qp_iter_init`] (or is a valid stack iterator) and the caller is in
+/// an RCU read-side critical section, as it was on the previous call for the same walk.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rvt_qp_iter_next(iter: *mut bindings::rvt_qp_iter) -> i32 {
+    // SAFETY: the caller's guarantee.
+    let iter = unsafe { &mut *iter };
+    // SAFETY: the device is registered, so its QP table exists and is fixed.
+    let qp_dev = unsafe { (*iter.rdi).qp_dev };
+    // SAFETY: as above.
+    let size = unsafe { (*qp_dev).qp_table_size } as i32;
+    let mut prev = iter.qp;
+    while iter.n < size + iter.specials {
+        // SAFETY: RCU is held (caller's guarantee), so every QP reached here stays allocated;
+        // the indices are in range of the ports array and the table.
+        let next = unsafe { slot_after(iter, prev) };
+        if !next.is_null() {
+            iter.qp = next;
+            return 0;
+        }
+        prev = ptr::null_mut();
+        iter.n += 1;
+    }
+    1
+}
+c_export!(rvt_qp_iter_next);
+
+/// The QP after `prev` at position `iter.n`: `prev`'s hash successor, or the head of the
+/// position if `prev` is NULL. NULL when the position has no more.
+///
+/// # Safety
+///
+/// Inside RCU; `prev` is NULL or a QP reached by this walk; `iter.n` is a valid position.
+unsafe fn slot_after(iter: &bindings::rvt_qp_iter, prev: *mut bindings::rvt_qp) -> *mut bindings::rvt_qp {
+    // SAFETY: the caller's guarantee. ORDERING: Acquire pairs with the Release stores that
+    // publish a QP (qp/qpn.rs), so its fields are visible once the pointer is.
+    unsafe {
+        let slot = if !prev.is_null() {
+            &raw mut (*prev).next
+        } else if iter.n < iter.specials {
+            let port = *(*iter.rdi).ports.add((iter.n / 2) as usize);
+            &raw mut (*port).qp[(iter.n & 1) as usize]
+        } else {
+            (*(*iter.rdi).qp_dev).qp_table.add((iter.n - iter.specials) as usize)
+        };
+        atomic_load(slot, Acquire)
+    }
+}
+
+/// `rvt_qp_iter`: calls `cb(qp, v)` for each QP of `rdi`, outside RCU and with a reference
+/// held on the QP, so the callback may sleep.
+///
+/// # Safety
+///
+/// `rdi` is a registered device of ours; `cb` is a valid callback.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rvt_qp_iter(rdi: *mut bindings::rvt_dev_info, v: u64, cb: Callback) {
+    // SAFETY: the caller's guarantee.
+    let mut iter = unsafe { start(rdi, v, cb) };
+    let Some(cb) = cb else { return };
+    let mut guard = rcu::read_lock();
+    // SAFETY: RCU is held, on this and every later call of the walk.
+    while unsafe { rvt_qp_iter_next(&mut iter) } == 0 {
+        // SAFETY: `iter.qp` is a live QP under RCU; the reference keeps it after RCU ends.
+        let qp = unsafe { Qp::from_raw(iter.qp) };
+        qp.get();
+        drop(guard);
+        // SAFETY: the caller's callback, with a QP it holds a reference on.
+        unsafe { cb(iter.qp, iter.v) };
+        guard = rcu::read_lock();
+        // SAFETY: gives back the reference taken above; the walk only reads `next` of the QP
+        // under RCU from here, as C does.
+        unsafe { qp.put() };
+    }
+    drop(guard);
+}
+c_export!(rvt_qp_iter);
