@@ -27,6 +27,7 @@ mod create;
 mod destroy;
 mod error;
 mod modify;
+mod post_tests;
 mod qpn;
 mod reset;
 mod send;
