@@ -58,6 +58,12 @@ EXPORT_SYMBOL(rvt_qp_iter_init);
 EXPORT_SYMBOL(rvt_qp_iter_next);
 EXPORT_SYMBOL(rvt_qp_iter);
 
+/* Posting sends and completing them, implemented in qp/complete.rs. */
+EXPORT_SYMBOL(ib_rvt_state_ops);
+EXPORT_SYMBOL(rvt_send_complete);
+EXPORT_SYMBOL(rvt_comm_est);
+EXPORT_SYMBOL(rvt_rc_error);
+
 /*
  * Tells a driver at run time (symbol_get) that this rdmavt accepts a device with no PCI
  * device behind it: the C rdmavt dereferences get_pci_dev() in its log messages. GPL-only,

@@ -72,6 +72,7 @@ pub(crate) static RVT_DEV_OPS: Ops = Ops(bindings::ib_device_ops {
     modify_port: Some(query::modify_port),
     modify_qp: Some(qp::modify_qp),
     poll_cq: Some(cq::poll_cq),
+    post_send: Some(qp::post_send),
     query_ah: Some(ah::query_ah),
     query_device: Some(query::query_device),
     query_gid: Some(query::query_gid),

@@ -229,14 +229,14 @@ pub(crate) unsafe extern "C" fn map_mr_sg(
 /// QPs that may hold some let go.
 fn check_refs(mr: &Mregion, caller: &str) -> Result {
     if mr.lkey() != 0 {
-        // Not for the DMA MR: C skips it too.
-        //
-        // C calls rvt_dereg_clean_qps(mr) here: rvt_qp_iter() over the device's QPs, and
-        // for each QP in the MR's PD, rvt_qp_mr_clean(qp, lkey), which flushes a QP whose
-        // send queue, receive state or RDMA ack queue still references the lkey, so that
-        // it drops those references. rdmavt-rs has no QPs yet, so nothing can hold one;
-        // when qp/ lands, its iterator hooks in exactly here, before the grace period.
-        //
+        // Not for the DMA MR: C skips it too. QPs that still reference the key (unfinished
+        // sends, receive state, RDMA read responses) go to the error state and let go.
+        // SAFETY: the region is unpublished and being deregistered; its PD's device is ours
+        // and outlives it; no QP lock is held here.
+        unsafe {
+            let dev = crate::device::Device::from_ib((*mr.pd()).device);
+            crate::qp::dereg_clean_qps(dev, mr.as_raw());
+        }
         // The lkey table is read under RCU: wait for those readers before counting.
         rcu::synchronize_rcu();
     }

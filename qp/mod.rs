@@ -22,19 +22,24 @@
 //! All three QP locks are taken with interrupts disabled, as in C (`spin_lock_irqsave`):
 //! hfi1 takes them from its interrupt handlers.
 
+mod complete;
 mod create;
 mod destroy;
 mod error;
 mod modify;
+mod post_tests;
 mod qpn;
 mod iter;
 mod reset;
+mod send;
 mod timers;
 
+pub(crate) use complete::dereg_clean_qps;
 pub(crate) use create::create_qp;
 pub(crate) use destroy::{destroy_qp, query_qp};
 pub(crate) use modify::modify_qp;
 pub(crate) use qpn::{driver_init, exit};
+pub(crate) use send::post_send;
 
 use core::{marker::PhantomData, mem::ManuallyDrop};
 
@@ -294,6 +299,13 @@ pub(crate) unsafe fn swqe_ptr(qp: *mut bindings::rvt_qp, n: u32) -> *mut binding
             + usize::from((*qp).s_max_sge) * core::mem::size_of::<bindings::rvt_sge>();
         (*qp).s_wq.cast::<u8>().add(stride * n as usize).cast()
     }
+}
+
+/// `ib_rvt_state_ops[state]`: the `RVT_*_OK` and `RVT_*FLUSH*` bits of QP state `state`
+/// (`IB_QPS_*`); none for a value that is no state. (bindgen declares the exported C array
+/// with length 0, so Rust reads the table through this.)
+pub(crate) fn state_ops(state: u32) -> u32 {
+    complete::ib_rvt_state_ops.get(state as usize).map_or(0, |&ops| ops as u32)
 }
 
 /// `rvt_timeout_to_jiffies()`: the IB local ACK timeout, 4.096 us << `timeout`, in jiffies

@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! What a QP's state allows (`ib_rvt_state_ops`), send completions (`rvt_send_complete`), the
+//! responder's events (`rvt_comm_est`, `rvt_rc_error`), and dropping a QP's references to a
+//! memory region that is being deregistered (`rvt_qp_mr_clean`).
+
+use kernel::{
+    ffi::c_int,
+    sync::atomic::{atomic_load, atomic_store, Atomic, Full, Relaxed, Release},
+    sync::barrier::smp_mb,
+};
+
+use super::{error::ErrorOutcome, state_ops, PostGuard, Qp, RecvGuard, SendGuard};
+use crate::{bindings, device::Device, macros::c_export};
+
+/// The number of QP states, `IB_QPS_ERR + 1`: the length of [`ib_rvt_state_ops`].
+pub(super) const STATES: usize = bindings::ib_qp_state::IB_QPS_ERR.0 as usize + 1;
+
+/// `RVT_SEND_RESERVE_USED` (rdmavt_qp.h, a macro over an enum bindgen leaves out): the WQE
+/// took one of the driver's reserved slots.
+pub(super) const SEND_RESERVE_USED: c_int = bindings::ib_send_flags_IB_SEND_RESERVED_START;
+/// `RVT_SEND_COMPLETION_ONLY`: a local operation already carried out, queued only so that it
+/// completes in order.
+pub(super) const SEND_COMPLETION_ONLY: c_int = bindings::ib_send_flags_IB_SEND_RESERVED_START << 1;
+
+/// What each QP state allows, indexed by `IB_QPS_*`: C's table, exported because hfi1 reads
+/// it inline. Posting sends is allowed in SQE and ERR: the send engine flushes them with
+/// error completions (IB 1.2 C10-96).
+#[no_mangle]
+pub(crate) static ib_rvt_state_ops: [c_int; STATES] = {
+    const RECV: u32 = bindings::RVT_POST_RECV_OK | bindings::RVT_PROCESS_RECV_OK;
+    const SEND: u32 = bindings::RVT_POST_SEND_OK | bindings::RVT_PROCESS_SEND_OK;
+    [
+        0,                                                                        // RESET
+        bindings::RVT_POST_RECV_OK as c_int,                                      // INIT
+        RECV as c_int,                                                            // RTR
+        (RECV | SEND | bindings::RVT_PROCESS_NEXT_SEND_OK) as c_int,              // RTS
+        (RECV | SEND) as c_int,                                                   // SQD
+        (RECV | bindings::RVT_POST_SEND_OK | bindings::RVT_FLUSH_SEND) as c_int, // SQE
+        (bindings::RVT_POST_RECV_OK
+            | bindings::RVT_FLUSH_RECV
+            | bindings::RVT_POST_SEND_OK
+            | bindings::RVT_FLUSH_SEND) as c_int, // ERR
+    ]
+};
+
+// The header declares `extern const int ib_rvt_state_ops[]`, which bindgen makes a zero-length
+// array: the element type is what can be checked, and is, here.
+const _: () = {
+    fn same_element<T, const N: usize, const M: usize>(_: *const [T; N], _: *const [T; M]) {}
+    #[expect(dead_code, reason = "only type-checked")]
+    fn check() {
+        same_element(&raw const bindings::ib_rvt_state_ops, &raw const ib_rvt_state_ops);
+    }
+};
+
+/// The next slot of the send queue after `n`, wrapping at `s_size` (`rvt_qp_swqe_incr`).
+pub(super) fn next_slot(n: u32, s_size: u32) -> u32 {
+    if n + 1 >= s_size {
+        0
+    } else {
+        n + 1
+    }
+}
+
+impl Qp {
+    /// `rvt_qp_complete_swqe`: releases the WQE at `s_last`, frees its slot, and reports its
+    /// completion on the send CQ if it must be reported. Returns the new `s_last`.
+    ///
+    /// # Safety
+    ///
+    /// `wqe` is the WQE in slot `s_last`, which the send engine has finished with.
+    pub(crate) unsafe fn complete_swqe(
+        &self,
+        s: &mut SendGuard<'_>,
+        wqe: *mut bindings::rvt_swqe,
+        opcode: bindings::ib_wc_opcode,
+        status: bindings::ib_wc_status,
+    ) -> u32 {
+        let qp = s.raw();
+        // SAFETY: the caller guarantees `wqe` is the finished WQE at `s_last`; `s_lock` is
+        // held, which protects `s_last` for writing; `s_size` is fixed.
+        unsafe {
+            let flags = (*wqe).__bindgen_anon_1.wr.send_flags;
+            if flags & SEND_RESERVE_USED != 0 {
+                Atomic::from_ptr(&raw mut (*qp).s_reserved_used.counter).add(-1, Relaxed);
+                // C's smp_mb__after_atomic: the reserved count drops before `s_last` moves
+                // (see `Qp::is_avail`).
+                smp_mb(Full);
+            }
+            bindings::rdmavt_rs_rvt_put_qp_swqe(qp, wqe);
+            let need_completion = flags & SEND_RESERVE_USED == 0
+                && (s.flags() & bindings::RVT_S_SIGNAL_REQ_WR == 0
+                    || flags & bindings::ib_send_flags_IB_SEND_SIGNALED != 0
+                    || status != bindings::ib_wc_status::IB_WC_SUCCESS);
+            // Read before the slot is given back: a poster may reuse it at once.
+            let (wr_id, byte_len) = ((*wqe).__bindgen_anon_1.wr.__bindgen_anon_1.wr_id, (*wqe).length);
+            let last = next_slot((*qp).s_last, (*qp).s_size);
+            // ORDERING: Release pairs with the Acquire in `Qp::is_avail`: the WQE is
+            // released and read before a poster sees its slot free.
+            atomic_store(&raw mut (*qp).s_last, last, Release);
+            if need_completion {
+                self.send_cq(wr_id, byte_len, opcode, status);
+            }
+            last
+        }
+    }
+
+    /// `rvt_send_cq`: a send completion. A full CQ puts the QP in the error state, as in C,
+    /// which needs `r_lock` too: C's contract for `rvt_send_complete` is that the caller holds
+    /// it (lockdep checks it, here as in C).
+    fn send_cq(&self, wr_id: u64, byte_len: u32, opcode: bindings::ib_wc_opcode, status: bindings::ib_wc_status) {
+        let ibqp = self.ibqp();
+        // SAFETY: all-zero is a valid `ib_wc` (C integers, enums whose zero is a value, null
+        // pointers). `send_cq` is a live CQ of ours, fixed at creation; `rvt_error_qp` is
+        // ours, called with `s_lock` held by our caller and `r_lock` by theirs.
+        unsafe {
+            let mut wc: bindings::ib_wc = core::mem::zeroed();
+            wc.__bindgen_anon_1.wr_id = wr_id;
+            wc.status = status;
+            wc.opcode = opcode;
+            wc.qp = ibqp;
+            wc.byte_len = byte_len;
+            let solicited = status != bindings::ib_wc_status::IB_WC_SUCCESS;
+            if !bindings::rvt_cq_enter((*ibqp).send_cq.cast(), &mut wc, solicited) {
+                super::error::rvt_error_qp(self.as_raw(), bindings::ib_wc_status::IB_WC_LOC_QP_OP_ERR);
+            }
+        }
+    }
+
+    /// `rvt_send_complete`: completes `wqe` (at `s_last`) with `status` and moves every
+    /// send-queue index that pointed at it along.
+    ///
+    /// # Safety
+    ///
+    /// As [`Qp::complete_swqe`].
+    pub(crate) unsafe fn send_complete(&self, s: &mut SendGuard<'_>, wqe: *mut bindings::rvt_swqe, status: bindings::ib_wc_status) {
+        if state_ops(s.state()) & bindings::RVT_PROCESS_OR_FLUSH_SEND == 0 {
+            return;
+        }
+        let qp = s.raw();
+        // SAFETY: `wc_opcode` is the driver's table, fixed at registration, with an entry for
+        // each opcode `post_send` accepts, which `wqe`'s is.
+        let opcode = unsafe {
+            let op = (*wqe).__bindgen_anon_1.wr.opcode.0 as usize;
+            *(*self.device().as_raw()).wc_opcode.add(op)
+        };
+        // SAFETY: `s_lock` is held and protects the indices; `s_last` is written only under
+        // it, so a plain read is exact.
+        unsafe {
+            let old_last = (*qp).s_last;
+            let last = self.complete_swqe(s, wqe, opcode, status);
+            for index in [&raw mut (*qp).s_acked, &raw mut (*qp).s_cur, &raw mut (*qp).s_tail] {
+                if *index == old_last {
+                    *index = last;
+                }
+            }
+            if s.state() == bindings::ib_qp_state::IB_QPS_SQD.0 && last == (*qp).s_cur {
+                (*qp).s_draining = 0;
+            }
+        }
+    }
+}
+
+/// `rvt_send_complete`, for drivers.
+///
+/// # Safety
+///
+/// `qp` is a live QP of ours whose `s_lock` the caller holds (and `r_lock`, see
+/// `Qp::send_cq`); `wqe` is its finished WQE at `s_last`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rvt_send_complete(
+    qp: *mut bindings::rvt_qp,
+    wqe: *mut bindings::rvt_swqe,
+    status: bindings::ib_wc_status,
+) {
+    // SAFETY: a live QP of ours (caller's guarantee).
+    let qp = unsafe { Qp::from_raw(qp) };
+    // SAFETY: the caller holds `s_lock` for the whole call.
+    let mut s = unsafe { qp.assume_s_locked() };
+    // SAFETY: the caller's guarantee on `wqe`.
+    unsafe { qp.send_complete(&mut s, wqe, status) };
+}
+c_export!(rvt_send_complete);
+
+/// `rvt_comm_est`: the first packet arrived on a QP in RTR; tells the consumer.
+///
+/// # Safety
+///
+/// `qp` is a live QP of ours whose `r_lock` the caller (the receive path) holds.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rvt_comm_est(qp: *mut bindings::rvt_qp) {
+    // SAFETY: a live QP of ours (caller's guarantee).
+    let qp = unsafe { Qp::from_raw(qp) };
+    // SAFETY: the caller holds `r_lock` for the whole call.
+    let r = unsafe { qp.assume_r_locked() };
+    r.set_flags(bindings::RVT_R_COMM_EST as u8);
+    super::error::raise_event(qp, bindings::ib_event_type::IB_EVENT_COMM_EST);
+}
+c_export!(rvt_comm_est);
+
+/// `rvt_rc_error`: an RC protocol error puts the QP in the error state.
+///
+/// # Safety
+///
+/// `qp` is a live QP of ours whose `r_lock` the caller (the receive path) holds, and not its
+/// `s_lock`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rvt_rc_error(qp: *mut bindings::rvt_qp, err: bindings::ib_wc_status) {
+    // SAFETY: a live QP of ours (caller's guarantee).
+    let qp = unsafe { Qp::from_raw(qp) };
+    // SAFETY: the caller holds `r_lock` for the whole call.
+    let r = unsafe { qp.assume_r_locked() };
+    let outcome = {
+        let mut s = qp.s_lock();
+        qp.error(&r, &mut s, err)
+    };
+    if outcome == ErrorOutcome::LastWqe {
+        super::error::raise_event(qp, bindings::ib_event_type::IB_EVENT_QP_LAST_WQE_REACHED);
+    }
+}
+c_export!(rvt_rc_error);
+
+impl RecvGuard<'_> {
+    /// Sets bits in `r_flags`.
+    pub(crate) fn set_flags(&self, bits: u8) {
+        // SAFETY: `r_flags` is protected by `r_lock`, held.
+        unsafe { (*self.raw()).r_flags |= bits };
+    }
+}
+
+impl Qp {
+    /// `rvt_qp_mr_clean`: a QP that still references `lkey` (receive state, unfinished sends,
+    /// RDMA read responses) goes to the error state, which drops those references. The
+    /// special QPs are left alone, as in C.
+    pub(crate) fn mr_clean(&self, lkey: u32) {
+        let t = self.qp_type();
+        if t == bindings::ib_qp_type::IB_QPT_SMI || t == bindings::ib_qp_type::IB_QPT_GSI {
+            return;
+        }
+        let mut locks = self.lock_all();
+        let state = locks.s.state();
+        let stopped = state == bindings::ib_qp_state::IB_QPS_ERR.0 || state == bindings::ib_qp_state::IB_QPS_RESET.0;
+        let mut outcome = ErrorOutcome::Done;
+        if !stopped && self.references_lkey(&locks.h, &locks.s, lkey) {
+            outcome = self.error(&locks.r, &mut locks.s, bindings::ib_wc_status::IB_WC_LOC_PROT_ERR);
+        }
+        drop(locks);
+        if outcome == ErrorOutcome::LastWqe {
+            super::error::raise_event(self, bindings::ib_event_type::IB_EVENT_QP_LAST_WQE_REACHED);
+        }
+    }
+
+    /// Whether the receive state, a send WQE not yet completed, the RDMA read MR or the ack
+    /// queue references `lkey`. The caller holds all three locks (`h` and `s` are two).
+    fn references_lkey(&self, h: &PostGuard<'_>, s: &SendGuard<'_>, lkey: u32) -> bool {
+        let qp = s.raw();
+        // SAFETY: with all three locks held, nothing changes the SGE states, the WQEs
+        // between `s_last` and `s_head`, the RDMA read MR or the ack queue; every SGE in use
+        // holds a reference to its region, so the regions are alive.
+        unsafe {
+            if bindings::rvt_ss_has_lkey(&raw mut (*qp).r_sge, lkey) {
+                return true;
+            }
+            let mut n = (*qp).s_last;
+            while n != h.head() {
+                let wqe = s.swqe(n);
+                let sges = (*wqe).__bindgen_anon_1.wr.num_sge.max(0) as usize;
+                let sg_list = (*wqe).sg_list.as_mut_ptr();
+                if (0..sges).any(|i| bindings::rvt_mr_has_lkey((*sg_list.add(i)).mr, lkey)) {
+                    return true;
+                }
+                n = next_slot(n, (*qp).s_size);
+            }
+            if bindings::rvt_mr_has_lkey((*qp).s_rdma_mr, lkey) {
+                return true;
+            }
+            let acks = (*qp).s_ack_queue;
+            let entries = if acks.is_null() { 0 } else { usize::from(self.device().dparms().max_rdma_atomic) + 1 };
+            (0..entries).any(|i| bindings::rvt_mr_has_lkey((*acks.add(i)).rdma_sge.mr, lkey))
+        }
+    }
+}
+
+/// `rvt_qp_mr_clean`, as C declares it in rdmavt_qp.h (not exported, as in C).
+///
+/// # Safety
+///
+/// `qp` is a live QP of ours; the caller holds none of its locks.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rvt_qp_mr_clean(qp: *mut bindings::rvt_qp, lkey: u32) {
+    // SAFETY: a live QP of ours (caller's guarantee).
+    unsafe { Qp::from_raw(qp) }.mr_clean(lkey);
+}
+c_export!(rvt_qp_mr_clean);
+
+/// `rvt_dereg_clean_qp_cb`: `v` is the region being deregistered; QPs of other PDs cannot
+/// reference it.
+///
+/// # Safety
+///
+/// Only `rvt_qp_iter` calls this, with a live QP of ours it holds a reference to, and the `v`
+/// that [`dereg_clean_qps`] passed.
+unsafe extern "C" fn dereg_clean_qp(qp: *mut bindings::rvt_qp, v: u64) {
+    let mr = v as usize as *mut bindings::rvt_mregion;
+    // SAFETY: `v` is the live region `dereg_clean_qps` passed; its PD and key are fixed
+    // while it is being deregistered. The QP is live (the iterator holds a reference).
+    unsafe {
+        if (*mr).pd != (*qp).ibqp.pd {
+            return;
+        }
+        Qp::from_raw(qp).mr_clean((*mr).lkey);
+    }
+}
+
+/// `rvt_dereg_clean_qps`: makes every QP of `dev` that references `mr` let go of it, so that
+/// deregistering it does not wait for traffic that may never come.
+///
+/// # Safety
+///
+/// `mr` is a live region of `dev`, unpublished, being deregistered; the caller holds no QP
+/// lock.
+pub(crate) unsafe fn dereg_clean_qps(dev: &Device, mr: *mut bindings::rvt_mregion) {
+    // SAFETY: our own iterator over the device's QPs, with a callback that takes each QP's
+    // locks itself; `mr` outlives the call (caller's guarantee).
+    unsafe { bindings::rvt_qp_iter(dev.as_raw(), mr as usize as u64, Some(dereg_clean_qp)) };
+}
+
+/// Reads `qp->state` outside of the locks that write it (C's unlocked reads, READ_ONCE): a
+/// snapshot that the caller accepts may be stale.
+pub(super) fn state_snapshot(qp: *mut bindings::rvt_qp) -> u32 {
+    // SAFETY: `state` is a byte of a live QP (callers pass one); the read is atomic.
+    u32::from(unsafe { atomic_load((&raw mut (*qp).state).cast::<i8>(), Relaxed) } as u8)
+}
