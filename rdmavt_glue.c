@@ -40,6 +40,9 @@ EXPORT_SYMBOL(rvt_init_port);
 EXPORT_SYMBOL(rvt_check_ah);
 EXPORT_SYMBOL(rvt_cq_enter);
 
+/* Receive queues, implemented in krwq/get.rs. */
+EXPORT_SYMBOL(rvt_get_rwqe);
+
 /* Memory region keys, implemented in mr/keys.rs. */
 EXPORT_SYMBOL(rvt_fast_reg_mr);
 EXPORT_SYMBOL(rvt_invalidate_rkey);
@@ -296,4 +299,16 @@ void rdmavt_rs_rvt_put_mr(struct rvt_mregion *mr)
 void rdmavt_rs_rvt_put_qp_swqe(struct rvt_qp *qp, struct rvt_swqe *wqe)
 {
 	rvt_put_qp_swqe(qp, wqe);
+}
+
+/* Receive queues and SRQs (krwq/, srq/). */
+int rdmavt_rs_ib_copy_from_udata(void *dest, struct ib_udata *udata, size_t len)
+{
+	return ib_copy_from_udata(dest, udata, len);
+}
+
+/* modify_srq: the new mmap offset goes to an address user space passed. */
+int rdmavt_rs_put_user_u64(u64 addr, u64 value)
+{
+	return copy_to_user(u64_to_user_ptr(addr), &value, sizeof(value)) ? -EFAULT : 0;
 }

@@ -102,4 +102,8 @@ void rdmavt_rs_rvt_put_ss(struct rvt_sge_state *ss);
 void rdmavt_rs_rvt_put_mr(struct rvt_mregion *mr);
 void rdmavt_rs_rvt_put_qp_swqe(struct rvt_qp *qp, struct rvt_swqe *wqe);
 
+/* Receive queues and SRQs (krwq/, srq/). */
+int rdmavt_rs_ib_copy_from_udata(void *dest, struct ib_udata *udata, size_t len);
+int rdmavt_rs_put_user_u64(u64 addr, u64 value);
+
 #endif /* RDMAVT_RS_GLUE_H */

@@ -3,12 +3,41 @@
 //! The receive queue of a QP or SRQ: `struct rvt_rq`, with its kernel ring `struct rvt_krwq`
 //! and, for user QPs, the mmap'd `struct rvt_rwq`.
 //!
-//! This first part is the queue's memory (`rvt_alloc_rq`/`rvt_free_rq`); the ring's producer
-//! and consumer sides come next.
+//! The queue's memory is here (`rvt_alloc_rq`/`rvt_free_rq`); the ring and its two locked
+//! sides in [`ring`]; posting in `post`, taking WQEs (`rvt_get_rwqe`) in `get`, and the flush
+//! on entering the error state in `flush`. The lock order that these locks take part in is
+//! written down with the QP's, in the `qp` module.
+
+mod flush;
+mod get;
+mod post;
+pub(crate) mod ring;
+#[cfg(CONFIG_KUNIT)]
+mod tests;
+
+pub(crate) use flush::flush;
+pub(crate) use post::{post, post_recv};
+pub(crate) use ring::Rq;
 
 use kernel::{ffi::c_int, prelude::*};
 
 use crate::bindings;
+
+/// The receive bits of `ib_rvt_state_ops[state]` (`RVT_POST_RECV_OK`, `RVT_PROCESS_RECV_OK`,
+/// `RVT_FLUSH_RECV`): what a QP in `state` does with receives.
+pub(crate) fn recv_ops(state: u8) -> u32 {
+    let post = bindings::RVT_POST_RECV_OK;
+    let process = bindings::RVT_PROCESS_RECV_OK;
+    match bindings::ib_qp_state(u32::from(state)) {
+        bindings::ib_qp_state::IB_QPS_INIT => post,
+        bindings::ib_qp_state::IB_QPS_RTR
+        | bindings::ib_qp_state::IB_QPS_RTS
+        | bindings::ib_qp_state::IB_QPS_SQD
+        | bindings::ib_qp_state::IB_QPS_SQE => post | process,
+        bindings::ib_qp_state::IB_QPS_ERR => post | bindings::RVT_FLUSH_RECV,
+        _ => 0,
+    }
+}
 
 /// `rvt_alloc_rq`: the memory of a receive queue of `bytes` bytes of WQEs, on `node`.
 ///
@@ -61,7 +90,3 @@ pub(crate) unsafe fn free(rq: *mut bindings::rvt_rq) {
         (*rq).wq = core::ptr::null_mut();
     }
 }
-
-/// Completes every receive WQE still queued with IB_WC_WR_FLUSH_ERR (the consumer side of the
-/// ring; it lands with the ring).
-pub(crate) fn flush(_qp: &crate::qp::Qp) {}
