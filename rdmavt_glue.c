@@ -13,6 +13,8 @@
 #include <linux/completion.h>
 #include <linux/scatterlist.h>
 #include <linux/mm.h>
+#include <linux/kthread.h>
+#include <linux/uaccess.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_umem.h>
 #include <rdma/opa_addr.h>
@@ -311,4 +313,35 @@ int rdmavt_rs_ib_copy_from_udata(void *dest, struct ib_udata *udata, size_t len)
 int rdmavt_rs_put_user_u64(u64 addr, u64 value)
 {
 	return copy_to_user(u64_to_user_ptr(addr), &value, sizeof(value)) ? -EFAULT : 0;
+}
+
+/*
+ * The rdmavt_rs_krwq KUnit suite (krwq/tests.rs): a producer and a consumer kthread, each
+ * bound to its own CPU, that tell the test they are done through a completion.
+ */
+int rdmavt_rs_kthread_start_on(int (*fn)(void *data), void *data, unsigned int cpu)
+{
+	struct task_struct *t = kthread_create(fn, data, "rdmavt_rs_krwq/%u", cpu);
+
+	if (IS_ERR(t))
+		return PTR_ERR(t);
+	if (cpu_online(cpu))
+		kthread_bind(t, cpu);
+	wake_up_process(t);
+	return 0;
+}
+
+__noreturn void rdmavt_rs_kthread_complete_and_exit(struct completion *done)
+{
+	kthread_complete_and_exit(done, 0);
+}
+
+void rdmavt_rs_wait_for_completion(struct completion *done)
+{
+	wait_for_completion(done);
+}
+
+void rdmavt_rs_cond_resched(void)
+{
+	cond_resched();
 }

@@ -52,7 +52,7 @@ impl Qp {
         // SAFETY: `r_wr_id` is protected by `r_lock`, held; `r_aflags` bits are atomic.
         unsafe {
             (*r.raw()).r_wr_id = wqe.wr_id;
-            bindings::rdmavt_rs_set_bit(bindings::RVT_R_WRID_VALID as _, (&raw mut (*r.raw()).r_aflags).cast());
+            bindings::rdmavt_rs_set_bit(bindings::RVT_R_WRID_VALID as usize, (&raw mut (*r.raw()).r_aflags).cast());
         }
         let Some(srq) = srq else {
             return GetWqe::Taken;

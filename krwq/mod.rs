@@ -53,7 +53,7 @@ pub(crate) unsafe fn alloc(rq: *mut bindings::rvt_rq, bytes: u32, node: c_int, u
     // SAFETY: the caller owns `rq`; every pointer stored is freed by `free`.
     unsafe {
         let slots = if user {
-            let wq = bindings::rdmavt_rs_vmalloc_user((core::mem::size_of::<bindings::rvt_rwq>() + bytes) as _);
+            let wq = bindings::rdmavt_rs_vmalloc_user((core::mem::size_of::<bindings::rvt_rwq>() + bytes) as usize);
             (*rq).wq = wq.cast();
             (*rq).kwq = bindings::rdmavt_rs_kzalloc_node(head, node).cast();
             if wq.is_null() || (*rq).kwq.is_null() {
@@ -62,7 +62,7 @@ pub(crate) unsafe fn alloc(rq: *mut bindings::rvt_rq, bytes: u32, node: c_int, u
             }
             (*(*rq).wq).wq.as_mut_ptr()
         } else {
-            (*rq).kwq = bindings::rdmavt_rs_vzalloc_node((head + bytes) as _, node).cast();
+            (*rq).kwq = bindings::rdmavt_rs_vzalloc_node((head + bytes) as usize, node).cast();
             if (*rq).kwq.is_null() {
                 return Err(ENOMEM);
             }

@@ -113,7 +113,14 @@ impl<'a> Rq<'a> {
     /// alive for `'a`.
     pub(crate) unsafe fn of_srq(srq: *mut bindings::rvt_srq) -> Self {
         // INVARIANT: the caller's guarantee.
-        unsafe { Self { rq: &raw mut (*srq).rq, limit: &raw mut (*srq).limit, shared: true, _rq: PhantomData } }
+        Self {
+            // SAFETY: only field addresses of the caller's live SRQ are taken.
+            rq: unsafe { &raw mut (*srq).rq },
+            // SAFETY: as above.
+            limit: unsafe { &raw mut (*srq).limit },
+            shared: true,
+            _rq: PhantomData,
+        }
     }
 
     /// `rq.lock` for an SRQ, nothing for a QP.

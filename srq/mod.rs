@@ -54,6 +54,13 @@ impl Srq {
         unsafe { Rq::of_srq(self.as_raw()) }
     }
 
+    /// The armed limit, read without `c_lock` (which protects its writes), as C does in
+    /// `query_srq` and in `modify_srq`'s first check.
+    fn limit_snapshot(&self) -> u32 {
+        // SAFETY: a live SRQ; an aligned u32 read once, so a racing write cannot tear it.
+        unsafe { core::ptr::read_volatile(&raw const (*self.as_raw()).limit) }
+    }
+
     fn raw_rq(&self) -> *mut bindings::rvt_rq {
         // SAFETY: only the field's address is taken.
         unsafe { &raw mut (*self.as_raw()).rq }
@@ -98,7 +105,7 @@ impl Srq {
         if attr.max_sge == 0
             || attr.max_sge > props.max_srq_sge
             || attr.max_wr == 0
-            || attr.max_wr > props.max_srq_wr as u32
+            || attr.max_wr > props.max_srq_wr
         {
             return Err(EINVAL);
         }
@@ -191,7 +198,7 @@ fn count_new(dev: &Device) -> Result {
     let _guard = unsafe { lock_raw::<SpinLockBackend>(&raw mut (*rdi).n_srqs_lock) };
     // SAFETY: protected by `n_srqs_lock`, held.
     unsafe {
-        if (*rdi).n_srqs_allocated == dev.dparms().props.max_srq as u32 {
+        if (*rdi).n_srqs_allocated == dev.dparms().props.max_srq {
             return Err(ENOMEM);
         }
         (*rdi).n_srqs_allocated += 1;
@@ -212,8 +219,7 @@ pub(crate) unsafe extern "C" fn query_srq(ibsrq: *mut bindings::ib_srq, attr: *m
     let rq = srq.rq();
     attr.max_wr = rq.size() - 1;
     attr.max_sge = u32::from(rq.max_sge());
-    // SAFETY: a live SRQ; a u32 read once.
-    attr.srq_limit = unsafe { core::ptr::read_volatile(&raw const (*srq.as_raw()).limit) };
+    attr.srq_limit = srq.limit_snapshot();
     0
 }
 

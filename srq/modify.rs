@@ -68,9 +68,8 @@ impl Srq {
     fn resize(&self, attr: &bindings::ib_srq_attr, set_limit: bool, udata: *mut bindings::ib_udata) -> Result {
         let dev = self.device();
         // As in C, the current limit is read without the lock for this first check.
-        // SAFETY: a live SRQ; a u32 read once.
-        let limit = if set_limit { attr.srq_limit } else { unsafe { core::ptr::read_volatile(&raw const (*self.as_raw()).limit) } };
-        if attr.max_wr > dev.dparms().props.max_srq_wr as u32 || limit > attr.max_wr {
+        let limit = if set_limit { attr.srq_limit } else { self.limit_snapshot() };
+        if attr.max_wr > dev.dparms().props.max_srq_wr || limit > attr.max_wr {
             return Err(EINVAL);
         }
         let max_sge = self.rq().max_sge();
