@@ -1,6 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 
 //! `modify_srq`: resizing an SRQ's ring (kernel or user) and arming its limit.
+//!
+//! C's resize takes only the old ring's `c_lock`, swaps the ring and then unlocks the new
+//! ring's `c_lock`, while a concurrent `post_srq_recv` may still be writing into the old ring
+//! under its `p_lock` as it is freed. Here a resize holds `rq.lock`, `p_lock` and `c_lock` of
+//! the ring it replaces (see `krwq::ring::Rq::both`), and both sides take `rq.lock` first, so
+//! neither can see a ring being swapped out.
 
 use core::mem::size_of;
 
