@@ -128,13 +128,24 @@ def run(ctx, pd, v):
                lambda: s.modify(SrqAttr(max_wr=32, srq_limit=33), e.IBV_SRQ_MAX_WR | e.IBV_SRQ_LIMIT))
     fails_with("resize over max_srq_wr", errno.EINVAL,
                lambda: s.modify(SrqAttr(max_wr=dev.max_srq_wr + 1), e.IBV_SRQ_MAX_WR))
-    succeeds("resize to 32 WRs with 16 queued", lambda: s.modify(SrqAttr(max_wr=32), e.IBV_SRQ_MAX_WR))
-    a = s.query()
-    point((a.max_wr, a.srq_limit) == (32, 4), f"query: max_wr {a.max_wr}, srq_limit {a.srq_limit} (32, 4)")
-    # The 16 queued WRs moved to the new ring: 16 more fit, not 32.
-    n, err = post_n(s, mr, v, 17, 100)
-    point((n, err) == (16, errno.ENOMEM),
-          f"post 17 more after the resize: {n} posted, then errno {err} (16, ENOMEM)")
+    if os.environ.get("RDMAVT_RS_RDMAVT") == "c":
+        # The C rdmavt locks the old ring's c_lock and unlocks the new one's: lockdep reports
+        # a bad unlock balance, which would fail the run. rdmavt-rs holds rq.lock, p_lock and
+        # c_lock of the old ring (see srq/modify.rs).
+        for what in ("resize to 32 WRs with 16 queued", "query after the resize",
+                     "post 17 more after the resize"):
+            points.append((True, what))
+            print(f"ok {len(points)} {what} # SKIP the C rdmavt's resize unbalances c_lock")
+    else:
+        succeeds("resize to 32 WRs with 16 queued",
+                 lambda: s.modify(SrqAttr(max_wr=32), e.IBV_SRQ_MAX_WR))
+        a = s.query()
+        point((a.max_wr, a.srq_limit) == (32, 4),
+              f"query after the resize: max_wr {a.max_wr}, srq_limit {a.srq_limit} (32, 4)")
+        # The 16 queued WRs moved to the new ring: 16 more fit, not 32.
+        n, err = post_n(s, mr, v, 17, 100)
+        point((n, err) == (16, errno.ENOMEM),
+              f"post 17 more after the resize: {n} posted, then errno {err} (16, ENOMEM)")
 
     cq = v["CQ"](ctx, 64)
     cap = v["QPCap"](max_send_wr=4, max_recv_wr=0, max_send_sge=1, max_recv_sge=0)
@@ -148,7 +159,7 @@ def run(ctx, pd, v):
     if k is not None:
         point(k.query().srq_limit == 2, f"query: srq_limit {k.query().srq_limit} (2)")
         succeeds("destroy it", k.close)
-    succeeds("destroy the resized SRQ with 32 WRs queued", s.close)
+    succeeds("destroy the SRQ with WRs queued", s.close)
     mr.close()
 
 
