@@ -13,6 +13,8 @@
 #include <linux/completion.h>
 #include <linux/scatterlist.h>
 #include <linux/mm.h>
+#include <linux/kthread.h>
+#include <linux/uaccess.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_umem.h>
 #include <rdma/opa_addr.h>
@@ -39,6 +41,9 @@ EXPORT_SYMBOL(rvt_unregister_device);
 EXPORT_SYMBOL(rvt_init_port);
 EXPORT_SYMBOL(rvt_check_ah);
 EXPORT_SYMBOL(rvt_cq_enter);
+
+/* Receive queues, implemented in krwq/get.rs. */
+EXPORT_SYMBOL(rvt_get_rwqe);
 
 /* Memory region keys, implemented in mr/keys.rs. */
 EXPORT_SYMBOL(rvt_fast_reg_mr);
@@ -333,4 +338,47 @@ void rdmavt_rs_add_timer_after(struct timer_list *timer, unsigned long delta)
 void rdmavt_rs_hrtimer_start_us(struct hrtimer *timer, u32 usecs)
 {
 	hrtimer_start(timer, ns_to_ktime(1000 * (u64)usecs), HRTIMER_MODE_REL_PINNED);
+}
+
+/* Receive queues and SRQs (krwq/, srq/). */
+int rdmavt_rs_ib_copy_from_udata(void *dest, struct ib_udata *udata, size_t len)
+{
+	return ib_copy_from_udata(dest, udata, len);
+}
+
+/* modify_srq: the new mmap offset goes to an address user space passed. */
+int rdmavt_rs_put_user_u64(u64 addr, u64 value)
+{
+	return copy_to_user(u64_to_user_ptr(addr), &value, sizeof(value)) ? -EFAULT : 0;
+}
+
+/*
+ * The rdmavt_rs_krwq KUnit suite (krwq/tests.rs): a producer and a consumer kthread, each
+ * bound to its own CPU, that tell the test they are done through a completion.
+ */
+int rdmavt_rs_kthread_start_on(int (*fn)(void *data), void *data, unsigned int cpu)
+{
+	struct task_struct *t = kthread_create(fn, data, "rdmavt_rs_krwq/%u", cpu);
+
+	if (IS_ERR(t))
+		return PTR_ERR(t);
+	if (cpu_online(cpu))
+		kthread_bind(t, cpu);
+	wake_up_process(t);
+	return 0;
+}
+
+__noreturn void rdmavt_rs_kthread_complete_and_exit(struct completion *done)
+{
+	kthread_complete_and_exit(done, 0);
+}
+
+void rdmavt_rs_wait_for_completion(struct completion *done)
+{
+	wait_for_completion(done);
+}
+
+void rdmavt_rs_cond_resched(void)
+{
+	cond_resched();
 }

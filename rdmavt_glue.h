@@ -102,6 +102,14 @@ void rdmavt_rs_rvt_put_ss(struct rvt_sge_state *ss);
 void rdmavt_rs_rvt_put_mr(struct rvt_mregion *mr);
 void rdmavt_rs_rvt_put_qp_swqe(struct rvt_qp *qp, struct rvt_swqe *wqe);
 
+/* Receive queues and SRQs (krwq/, srq/). */
+int rdmavt_rs_ib_copy_from_udata(void *dest, struct ib_udata *udata, size_t len);
+int rdmavt_rs_put_user_u64(u64 addr, u64 value);
+int rdmavt_rs_kthread_start_on(int (*fn)(void *data), void *data, unsigned int cpu);
+__noreturn void rdmavt_rs_kthread_complete_and_exit(struct completion *done);
+void rdmavt_rs_wait_for_completion(struct completion *done);
+void rdmavt_rs_cond_resched(void);
+
 #endif /* RDMAVT_RS_GLUE_H */
 
 void rdmavt_rs_qp_timers_setup(struct rvt_qp *qp, void (*rc_timeout)(struct timer_list *),

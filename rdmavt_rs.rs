@@ -19,6 +19,7 @@ mod mr;
 mod krwq;
 mod pd;
 mod qp;
+mod srq;
 
 use kernel::prelude::*;
 

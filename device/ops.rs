@@ -8,7 +8,7 @@
 
 use core::mem::{offset_of, size_of};
 
-use crate::{ah, bindings, cq, mmap, mr, pd, qp};
+use crate::{ah, bindings, cq, krwq, mmap, mr, pd, qp, srq};
 
 use super::query;
 
@@ -39,6 +39,7 @@ const _: () = {
     assert!(offset_of!(bindings::rvt_ucontext, ibucontext) == 0);
     assert!(offset_of!(bindings::rvt_cq, ibcq) == 0);
     assert!(offset_of!(bindings::rvt_qp, ibqp) == 0);
+    assert!(offset_of!(bindings::rvt_srq, ibsrq) == 0);
 };
 
 const NO_OPS: bindings::ib_device_ops =
@@ -89,5 +90,14 @@ pub(crate) static RVT_DEV_OPS: Ops = Ops(bindings::ib_device_ops {
     size_ib_pd: size_of::<bindings::rvt_pd>(),
     size_ib_qp: size_of::<bindings::rvt_qp>(),
     size_ib_ucontext: size_of::<bindings::rvt_ucontext>(),
+
+    // Receive queues and SRQs (krwq/, srq/).
+    create_srq: Some(srq::create_srq),
+    destroy_srq: Some(srq::destroy_srq),
+    modify_srq: Some(srq::modify_srq),
+    post_recv: Some(krwq::post_recv),
+    post_srq_recv: Some(srq::post_srq_recv),
+    query_srq: Some(srq::query_srq),
+    size_ib_srq: size_of::<bindings::rvt_srq>(),
     ..NO_OPS
 });

@@ -3,12 +3,33 @@
 //! The receive queue of a QP or SRQ: `struct rvt_rq`, with its kernel ring `struct rvt_krwq`
 //! and, for user QPs, the mmap'd `struct rvt_rwq`.
 //!
-//! This first part is the queue's memory (`rvt_alloc_rq`/`rvt_free_rq`); the ring's producer
-//! and consumer sides come next.
+//! The queue's memory is here (`rvt_alloc_rq`/`rvt_free_rq`); the ring and its two locked
+//! sides in [`ring`]; posting in `post`, taking WQEs (`rvt_get_rwqe`) in `get`, and the flush
+//! on entering the error state in `flush`. The lock order that these locks take part in is
+//! written down with the QP's, in the `qp` module.
+
+mod flush;
+mod get;
+mod post;
+pub(crate) mod ring;
+#[cfg(CONFIG_KUNIT)]
+mod tests;
+
+pub(crate) use flush::flush;
+pub(crate) use post::{post, post_recv};
+pub(crate) use ring::Rq;
 
 use kernel::{ffi::c_int, prelude::*};
 
 use crate::bindings;
+
+/// The receive bits of `ib_rvt_state_ops[state]` (`RVT_POST_RECV_OK`, `RVT_PROCESS_RECV_OK`,
+/// `RVT_FLUSH_RECV`): what a QP in `state` does with receives.
+pub(crate) fn recv_ops(state: u8) -> u32 {
+    let recv =
+        bindings::RVT_POST_RECV_OK | bindings::RVT_PROCESS_RECV_OK | bindings::RVT_FLUSH_RECV;
+    crate::qp::state_ops(u32::from(state)) & recv
+}
 
 /// `rvt_alloc_rq`: the memory of a receive queue of `bytes` bytes of WQEs, on `node`.
 ///
@@ -18,13 +39,20 @@ use crate::bindings;
 /// # Safety
 ///
 /// `rq` is a zeroed receive queue that nothing else uses.
-pub(crate) unsafe fn alloc(rq: *mut bindings::rvt_rq, bytes: u32, node: c_int, user: bool) -> Result {
+pub(crate) unsafe fn alloc(
+    rq: *mut bindings::rvt_rq,
+    bytes: u32,
+    node: c_int,
+    user: bool,
+) -> Result {
     let bytes = bytes as usize;
     let head = core::mem::size_of::<bindings::rvt_krwq>();
     // SAFETY: the caller owns `rq`; every pointer stored is freed by `free`.
     unsafe {
         let slots = if user {
-            let wq = bindings::rdmavt_rs_vmalloc_user((core::mem::size_of::<bindings::rvt_rwq>() + bytes) as _);
+            let wq = bindings::rdmavt_rs_vmalloc_user(
+                (core::mem::size_of::<bindings::rvt_rwq>() + bytes) as usize,
+            );
             (*rq).wq = wq.cast();
             (*rq).kwq = bindings::rdmavt_rs_kzalloc_node(head, node).cast();
             if wq.is_null() || (*rq).kwq.is_null() {
@@ -33,7 +61,7 @@ pub(crate) unsafe fn alloc(rq: *mut bindings::rvt_rq, bytes: u32, node: c_int, u
             }
             (*(*rq).wq).wq.as_mut_ptr()
         } else {
-            (*rq).kwq = bindings::rdmavt_rs_vzalloc_node((head + bytes) as _, node).cast();
+            (*rq).kwq = bindings::rdmavt_rs_vzalloc_node((head + bytes) as usize, node).cast();
             if (*rq).kwq.is_null() {
                 return Err(ENOMEM);
             }
@@ -61,7 +89,3 @@ pub(crate) unsafe fn free(rq: *mut bindings::rvt_rq) {
         (*rq).wq = core::ptr::null_mut();
     }
 }
-
-/// Completes every receive WQE still queued with IB_WC_WR_FLUSH_ERR (the consumer side of the
-/// ring; it lands with the ring).
-pub(crate) fn flush(_qp: &crate::qp::Qp) {}

@@ -15,7 +15,7 @@ use super::{
     qpn::{self, QpnRequest, AIP_QP_BASE},
     Qp,
 };
-use crate::{bindings, device::Device, krwq, lock::spin_lock_init, mmap::MmapInfo};
+use crate::{bindings, device::Device, krwq::{self, ring::rwqe_size}, lock::spin_lock_init, mmap::MmapInfo};
 
 /// `RC_QP_SCALING_INTERVAL`: RC QPs per extra jiffy of retry timeout (`busy_jiffies`).
 const RC_QP_SCALING_INTERVAL: u32 = 5;
@@ -391,11 +391,6 @@ impl Qp {
             }
         }
     }
-}
-
-/// Bytes per receive WQE with `max_sge` SGEs.
-fn rwqe_size(max_sge: u32) -> usize {
-    size_of::<bindings::rvt_rwqe>() + max_sge as usize * size_of::<bindings::ib_sge>()
 }
 
 /// Counts a new QP against the driver's `max_qp` (-ENOMEM at the limit, as C), and keeps the

@@ -10,7 +10,17 @@
 //!
 //! ```text
 //!   r_lock  ->  s_hlock  ->  s_lock  ->  (a CQ's lock, rdi->n_qps_lock, qpt->lock: leaves)
+//!
+//!   r_lock  ->  s_lock  ->  rq.lock  ->  p_lock  ->  c_lock  ->  a CQ's lock
 //! ```
+//!
+//! The second line is the receive queue's (`crate::krwq`): `rq.lock` exists only for an
+//! SRQ, where it guards the ring's shape against a resize; `p_lock` is the producer's
+//! (`post_recv`, `post_srq_recv`), `c_lock` the consumer's (`rvt_get_rwqe`, under the QP's
+//! `r_lock`; the flush in `rvt_error_qp`, under `r_lock` and `s_lock`). Only an SRQ resize
+//! holds `p_lock` and `c_lock` together; a post in the error state and a bad WQE enter a
+//! completion under `p_lock` or `c_lock`. The KUnit suite `rdmavt_rs_krwq` runs both sides
+//! at once under lockdep.
 //!
 //! A path that holds `s_lock` never takes `r_lock` of the same QP. The C rdmavt breaks this
 //! in `rvt_ruc_loopback()`: to flush the sender into the error state it takes the sender's
