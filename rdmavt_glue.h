@@ -102,4 +102,11 @@ void rdmavt_rs_rvt_put_ss(struct rvt_sge_state *ss);
 void rdmavt_rs_rvt_put_mr(struct rvt_mregion *mr);
 void rdmavt_rs_rvt_put_qp_swqe(struct rvt_qp *qp, struct rvt_swqe *wqe);
 
+/* Loopback (loopback/): rvt_lookup_qpn() (RCU read lock held) and rdma_ah_get_dlid(). */
+struct rvt_dev_info;
+struct rvt_ibport;
+struct rdma_ah_attr;
+struct rvt_qp *rdmavt_rs_rvt_lookup_qpn(struct rvt_dev_info *rdi, struct rvt_ibport *rvp, u32 qpn);
+u32 rdmavt_rs_rdma_ah_get_dlid(const struct rdma_ah_attr *attr);
+
 #endif /* RDMAVT_RS_GLUE_H */
