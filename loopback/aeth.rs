@@ -62,9 +62,15 @@ unsafe fn posted_receives(qp: *mut bindings::rvt_qp) -> u32 {
         }
         let (head, tail) = if !(*qp).ip.is_null() && !(*rq).wq.is_null() {
             let wq = (*rq).wq;
-            (atomic_load(&raw mut (*wq).head.val, Relaxed), atomic_load(&raw mut (*wq).tail.val, Relaxed))
+            (
+                atomic_load(&raw mut (*wq).head.val, Relaxed),
+                atomic_load(&raw mut (*wq).tail.val, Relaxed),
+            )
         } else {
-            (atomic_load(&raw mut (*kwq).head, Relaxed), atomic_load(&raw mut (*kwq).tail, Relaxed))
+            (
+                atomic_load(&raw mut (*kwq).head, Relaxed),
+                atomic_load(&raw mut (*kwq).tail, Relaxed),
+            )
         };
         let size = (*rq).size;
         let clamp = |i: u32| if i >= size { 0 } else { i };
@@ -109,7 +115,9 @@ impl Credit {
         let code = (aeth >> bindings::IB_AETH_CREDIT_SHIFT) & bindings::IB_AETH_CREDIT_MASK;
         match CREDIT_TABLE.get(code as usize) {
             None => Self::Unlimited,
-            Some(&credits) => Self::Limit(aeth.wrapping_add(u32::from(credits)) & bindings::IB_MSN_MASK),
+            Some(&credits) => {
+                Self::Limit(aeth.wrapping_add(u32::from(credits)) & bindings::IB_MSN_MASK)
+            }
         }
     }
 }

@@ -32,7 +32,7 @@
 //! with nothing held.
 
 mod aeth;
+mod responder;
 mod ruc;
 mod sge;
 mod tests;
-

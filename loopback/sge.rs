@@ -9,15 +9,13 @@
 
 use core::mem::size_of;
 
-use kernel::{
-    ffi::c_void,
-    page::PAGE_SIZE,
-};
+use kernel::{ffi::c_void, page::PAGE_SIZE};
 
 use crate::{bindings, device::Device, macros::c_export, qp::Qp};
 
 /// Segments in one `rvt_segarray` (`RVT_SEGSZ`): the arrays are a page each.
-pub(super) const SEGSZ: usize = size_of::<bindings::rvt_segarray>() / size_of::<bindings::rvt_seg>();
+pub(super) const SEGSZ: usize =
+    size_of::<bindings::rvt_segarray>() / size_of::<bindings::rvt_seg>();
 
 /// `rvt_get_sge_length`: how many of `length` bytes go to the current segment of `sge`.
 pub(super) fn sge_length(sge: &bindings::rvt_sge, length: u32) -> u32 {

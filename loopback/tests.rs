@@ -7,11 +7,11 @@
 use kernel::prelude::*;
 #[kunit_tests(rdmavt_rs_loopback)]
 mod suite {
+    use crate::bindings;
     use crate::loopback::{
         aeth::{cmp_msn, credit_code, rq_count, Credit, CREDIT_TABLE},
         sge::{copy_run, copy_sge, rvt_restart_sge, CopyMode, Store, SEGSZ},
     };
-    use crate::bindings;
     use core::mem::size_of;
     use kernel::{alloc::flags::GFP_KERNEL, page::PAGE_SIZE, prelude::*};
 
@@ -129,7 +129,14 @@ mod suite {
         // SAFETY: as above; two calls of 27 and 33 bytes.
         unsafe {
             copy_sge(&mut ss, data.as_ptr(), 27, false, true, CopyMode::Cached);
-            copy_sge(&mut ss, data.as_ptr().add(27), 33, false, true, CopyMode::Cached);
+            copy_sge(
+                &mut ss,
+                data.as_ptr().add(27),
+                33,
+                false,
+                true,
+                CopyMode::Cached,
+            );
         }
         assert_eq!(&mr.buf[..60], &data[..]);
         assert_eq!(mr.buf[60..], [0; 4]);
@@ -150,7 +157,16 @@ mod suite {
         let mut list = [mr.sge(off, 8)];
         let mut ss = state(&mut list);
         // SAFETY: as above.
-        unsafe { copy_sge(&mut ss, [1, 2, 3, 4, 5, 6, 7, 8u8].as_ptr(), 8, false, false, CopyMode::Cacheless) };
+        unsafe {
+            copy_sge(
+                &mut ss,
+                [1, 2, 3, 4, 5, 6, 7, 8u8].as_ptr(),
+                8,
+                false,
+                false,
+                CopyMode::Cacheless,
+            )
+        };
         assert_eq!(mr.buf[off..off + 8], [1, 2, 3, 4, 5, 6, 7, 8]);
         Ok(())
     }
@@ -162,7 +178,15 @@ mod suite {
         let mut ss = state(&mut list);
         let data = pattern(8)?;
         // SAFETY: as above: exactly the 8 bytes the state has.
-        let left = unsafe { copy_run(&mut ss, data.as_ptr(), 8, false, Store::Bulk(CopyMode::Cached)) };
+        let left = unsafe {
+            copy_run(
+                &mut ss,
+                data.as_ptr(),
+                8,
+                false,
+                Store::Bulk(CopyMode::Cached),
+            )
+        };
         assert_eq!(left, 0);
         assert_eq!(ss.num_sge, 0);
         Ok(())
@@ -199,7 +223,10 @@ mod suite {
         let left = unsafe { rvt_restart_sge(&mut ss, wqe, 33) };
         assert_eq!(left, 37);
         assert_eq!(ss.num_sge, 2);
-        assert_eq!((ss.sge.m, ss.sge.n, ss.sge.length, ss.sge.sge_length), (0, 1, 31, 7));
+        assert_eq!(
+            (ss.sge.m, ss.sge.n, ss.sge.length, ss.sge.sge_length),
+            (0, 1, 31, 7)
+        );
         assert_eq!(ss.sge.vaddr, mr.buf[33..].as_mut_ptr().cast());
         // From the start: nothing skipped.
         // SAFETY: as above.
@@ -211,10 +238,22 @@ mod suite {
     #[test]
     fn copy_modes() {
         let page = PAGE_SIZE as u32;
-        assert_eq!(CopyMode::for_copy(bindings::RVT_SGE_COPY_MEMCPY, page * 4), CopyMode::Cached);
-        assert_eq!(CopyMode::for_copy(bindings::RVT_SGE_COPY_CACHELESS, page - 1), CopyMode::Cached);
-        assert_eq!(CopyMode::for_copy(bindings::RVT_SGE_COPY_CACHELESS, page), CopyMode::Cacheless);
-        assert_eq!(CopyMode::for_copy(bindings::RVT_SGE_COPY_ADAPTIVE, page * 4), CopyMode::Cached);
+        assert_eq!(
+            CopyMode::for_copy(bindings::RVT_SGE_COPY_MEMCPY, page * 4),
+            CopyMode::Cached
+        );
+        assert_eq!(
+            CopyMode::for_copy(bindings::RVT_SGE_COPY_CACHELESS, page - 1),
+            CopyMode::Cached
+        );
+        assert_eq!(
+            CopyMode::for_copy(bindings::RVT_SGE_COPY_CACHELESS, page),
+            CopyMode::Cacheless
+        );
+        assert_eq!(
+            CopyMode::for_copy(bindings::RVT_SGE_COPY_ADAPTIVE, page * 4),
+            CopyMode::Cached
+        );
     }
 
     /// C's binary search of rvt_compute_aeth, as written there: the reference for
