@@ -236,6 +236,27 @@ mod suite {
     }
 
     #[test]
+    fn restart_of_a_wqe_without_sges() -> Result {
+        // A zero-length SEND has no SGEs: the state starts empty instead of copying
+        // `sg_list[0]`, which C reads regardless (past the queue for the last slot).
+        let mut words: KVec<u64> = KVec::new();
+        words.resize(size_of::<bindings::rvt_swqe>().div_ceil(8) + 8, 0, GFP_KERNEL)?;
+        let wqe: *mut bindings::rvt_swqe = words.as_mut_ptr().cast();
+        // SAFETY: `words` holds a zeroed WQE and room for one SGE, filled with a marker
+        // that must not be copied.
+        unsafe { (*(*wqe).sg_list.as_mut_ptr()).sge_length = 0xdead };
+        // SAFETY: all-zero is a valid state.
+        let mut ss: bindings::rvt_sge_state = unsafe { core::mem::zeroed() };
+        ss.sge.sge_length = 5;
+        // SAFETY: a WQE with `num_sge` 0 and length 0.
+        assert_eq!(unsafe { rvt_restart_sge(&mut ss, wqe, 0) }, 0);
+        assert_eq!(ss.num_sge, 0);
+        assert_eq!(ss.sge.sge_length, 0);
+        assert!(ss.sge.mr.is_null());
+        Ok(())
+    }
+
+    #[test]
     fn copy_modes() {
         let page = PAGE_SIZE as u32;
         assert_eq!(
