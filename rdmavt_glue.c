@@ -69,6 +69,13 @@ EXPORT_SYMBOL(rvt_send_complete);
 EXPORT_SYMBOL(rvt_comm_est);
 EXPORT_SYMBOL(rvt_rc_error);
 
+/* Loopback and the data-path helpers, implemented in loopback/. */
+EXPORT_SYMBOL(rvt_ruc_loopback);
+EXPORT_SYMBOL(rvt_copy_sge);
+EXPORT_SYMBOL(rvt_restart_sge);
+EXPORT_SYMBOL(rvt_compute_aeth);
+EXPORT_SYMBOL(rvt_get_credit);
+
 /*
  * Tells a driver at run time (symbol_get) that this rdmavt accepts a device with no PCI
  * device behind it: the C rdmavt dereferences get_pci_dev() in its log messages. GPL-only,
@@ -381,4 +388,15 @@ void rdmavt_rs_wait_for_completion(struct completion *done)
 void rdmavt_rs_cond_resched(void)
 {
 	cond_resched();
+}
+
+/* Loopback (loopback/): the static inline look-ups of the delivery path. */
+struct rvt_qp *rdmavt_rs_rvt_lookup_qpn(struct rvt_dev_info *rdi, struct rvt_ibport *rvp, u32 qpn)
+{
+	return rvt_lookup_qpn(rdi, rvp, qpn);
+}
+
+u32 rdmavt_rs_rdma_ah_get_dlid(const struct rdma_ah_attr *attr)
+{
+	return rdma_ah_get_dlid(attr);
 }

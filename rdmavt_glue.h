@@ -110,6 +110,13 @@ __noreturn void rdmavt_rs_kthread_complete_and_exit(struct completion *done);
 void rdmavt_rs_wait_for_completion(struct completion *done);
 void rdmavt_rs_cond_resched(void);
 
+/* Loopback (loopback/): rvt_lookup_qpn() (RCU read lock held) and rdma_ah_get_dlid(). */
+struct rvt_dev_info;
+struct rvt_ibport;
+struct rdma_ah_attr;
+struct rvt_qp *rdmavt_rs_rvt_lookup_qpn(struct rvt_dev_info *rdi, struct rvt_ibport *rvp, u32 qpn);
+u32 rdmavt_rs_rdma_ah_get_dlid(const struct rdma_ah_attr *attr);
+
 #endif /* RDMAVT_RS_GLUE_H */
 
 void rdmavt_rs_qp_timers_setup(struct rvt_qp *qp, void (*rc_timeout)(struct timer_list *),

@@ -11,6 +11,7 @@ mod bindings;
 mod cq;
 mod device;
 mod layout;
+mod loopback;
 mod lock;
 mod macros;
 mod mad;

@@ -7,6 +7,7 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_mad.h>
+#include <rdma/ib_hdrs.h>
 #include <rdma/uverbs_ioctl.h>
 #include <rdma/rdma_vt.h>
 #include <rdma/rdmavt_qp.h>

@@ -47,6 +47,7 @@ mod timers;
 pub(crate) use complete::dereg_clean_qps;
 pub(crate) use create::create_qp;
 pub(crate) use destroy::{destroy_qp, query_qp};
+pub(crate) use error::{raise_event, ErrorOutcome};
 pub(crate) use modify::modify_qp;
 pub(crate) use qpn::{driver_init, exit};
 pub(crate) use send::post_send;

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! RC end-to-end flow control: the credit field of the AETH (IBTA 9.7.7.2), which tells the
+//! requester how many receive WQEs the responder has posted.
+
+use kernel::sync::atomic::{atomic_load, Relaxed};
+
+use crate::{bindings, macros::c_export, qp::Qp};
+
+/// The number of credits each 5-bit AETH credit code stands for (IBTA table 45); code 0x1F
+/// means "no credit information" (`IB_AETH_CREDIT_INVAL`).
+pub(super) const CREDIT_TABLE: [u16; 31] = [
+    0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536,
+    2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768,
+];
+
+/// The credit code for `credits` free receive WQEs: the largest code that does not promise
+/// more than there are.
+pub(super) fn credit_code(credits: u32) -> u32 {
+    // `CREDIT_TABLE[0]` is 0, so at least one entry is <= `credits`.
+    let above = CREDIT_TABLE.partition_point(|&c| u32::from(c) <= credits);
+    // CAST: at most 31.
+    (above - 1) as u32
+}
+
+/// `rvt_cmp_msn`: compares two 24-bit message sequence numbers modulo 2^24.
+pub(super) fn cmp_msn(a: u32, b: u32) -> i32 {
+    // CAST: C's `(int)a - (int)b`, shifted so only the low 24 bits count.
+    (a as i32).wrapping_sub(b as i32).wrapping_shl(8)
+}
+
+/// `rvt_get_rq_count`: the WQEs between `tail` and `head` in a ring of `size` slots.
+pub(super) fn rq_count(size: u32, head: u32, tail: u32) -> u32 {
+    let count = head.wrapping_sub(tail);
+    // CAST: C's sign test on the difference.
+    if (count as i32) < 0 {
+        count.wrapping_add(size)
+    } else {
+        count
+    }
+}
+
+/// The receive WQEs `qp` has posted, as far as a lock-free look can tell: the kernel ring's
+/// count, or the distance from tail to head of the ring (the mmap'ed one for a user QP, whose
+/// indices are hostile and clamped to the ring).
+///
+/// # Safety
+///
+/// `qp` is a live QP with its own receive queue (no SRQ).
+unsafe fn posted_receives(qp: *mut bindings::rvt_qp) -> u32 {
+    // SAFETY: `r_rq` is set up at creation; every index is read once, with READ_ONCE as C,
+    // because the producer and consumer move them under locks we do not take.
+    unsafe {
+        let rq = &raw mut (*qp).r_rq;
+        let kwq = (*rq).kwq;
+        if kwq.is_null() {
+            return 0;
+        }
+        let count = atomic_load(&raw mut (*kwq).count, Relaxed);
+        if count != 0 {
+            return count;
+        }
+        let (head, tail) = if !(*qp).ip.is_null() && !(*rq).wq.is_null() {
+            let wq = (*rq).wq;
+            (
+                atomic_load(&raw mut (*wq).head.val, Relaxed),
+                atomic_load(&raw mut (*wq).tail.val, Relaxed),
+            )
+        } else {
+            (
+                atomic_load(&raw mut (*kwq).head, Relaxed),
+                atomic_load(&raw mut (*kwq).tail, Relaxed),
+            )
+        };
+        let size = (*rq).size;
+        let clamp = |i: u32| if i >= size { 0 } else { i };
+        // The two reads are not one snapshot; the next ACK corrects a stale credit, as in C.
+        rq_count(size, clamp(head), clamp(tail))
+    }
+}
+
+/// `rvt_compute_aeth`: the AETH of an ACK from `qp`: its MSN and credit code, in network
+/// byte order. A QP with an SRQ has no credits to give and says so with the invalid code.
+///
+/// # Safety
+///
+/// `qp` is a live QP of ours.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rvt_compute_aeth(qp: *mut bindings::rvt_qp) -> bindings::__be32 {
+    // SAFETY: a live QP (caller's guarantee); `ibqp.srq` is fixed at creation; `r_msn` is the
+    // responder's, read as C does without a lock.
+    let (msn, srq) = unsafe { ((*qp).r_msn, !(*qp).ibqp.srq.is_null()) };
+    let code = if srq {
+        bindings::IB_AETH_CREDIT_INVAL
+    } else {
+        // SAFETY: a live QP without SRQ.
+        credit_code(unsafe { posted_receives(qp) })
+    };
+    ((msn & bindings::IB_MSN_MASK) | (code << bindings::IB_AETH_CREDIT_SHIFT)).to_be()
+}
+c_export!(rvt_compute_aeth);
+
+/// What an AETH's credit field means for a requester.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Credit {
+    /// The responder gives no credit information: send without limit.
+    Unlimited,
+    /// The responder can take messages up to this limit sequence number.
+    Limit(u32),
+}
+
+impl Credit {
+    /// Decodes the credit field of the host-order `aeth`.
+    pub(super) fn of(aeth: u32) -> Self {
+        let code = (aeth >> bindings::IB_AETH_CREDIT_SHIFT) & bindings::IB_AETH_CREDIT_MASK;
+        match CREDIT_TABLE.get(code as usize) {
+            None => Self::Unlimited,
+            Some(&credits) => {
+                Self::Limit(aeth.wrapping_add(u32::from(credits)) & bindings::IB_MSN_MASK)
+            }
+        }
+    }
+}
+
+/// `rvt_get_credit`: updates the requester's limit sequence number (`s_lsn`) from an AETH
+/// the responder sent, and reschedules a send that waited for credit.
+///
+/// # Safety
+///
+/// `qp` is a live QP of ours and the caller holds its `s_lock` (lockdep checks it, as C).
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rvt_get_credit(qp: *mut bindings::rvt_qp, aeth: u32) {
+    // SAFETY: a live QP of ours (caller's guarantee).
+    let qp = unsafe { Qp::from_raw(qp) };
+    // SAFETY: the caller holds `s_lock` for the whole call.
+    let mut s = unsafe { qp.assume_s_locked() };
+    let unlimited = bindings::RVT_S_UNLIMITED_CREDIT;
+    if s.flags() & unlimited != 0 {
+        return;
+    }
+    match Credit::of(aeth) {
+        Credit::Unlimited => s.set_flags(unlimited),
+        Credit::Limit(lsn) => {
+            // SAFETY: `s_lsn` is protected by `s_lock`, held.
+            let cur = unsafe { &mut (*s.raw()).s_lsn };
+            if cmp_msn(lsn, *cur) <= 0 {
+                return;
+            }
+            *cur = lsn;
+        }
+    }
+    if s.flags() & bindings::RVT_S_WAIT_SSN_CREDIT != 0 {
+        s.clear_flags(bindings::RVT_S_WAIT_SSN_CREDIT);
+        if let Some(schedule) = qp.device().driver().schedule_send {
+            // SAFETY: the driver's callback for a live QP, with `s_lock` held, as C calls it.
+            unsafe { schedule(qp.as_raw()) };
+        }
+    }
+}
+c_export!(rvt_get_credit);

@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! Walking SGE lists: the progress state `struct rvt_sge_state` (the inline helpers of
+//! rdmavt_mr.h), `rvt_copy_sge` and `rvt_restart_sge`.
+//!
+//! An `rvt_sge_state` is a cursor: `sge` is the SGE in progress (its region, the address and
+//! bytes left in the current segment of the region, the bytes left in the SGE), `sg_list` the
+//! SGEs after it and `num_sge` how many SGEs, the current one included, remain.
+
+use core::mem::size_of;
+
+use kernel::{ffi::c_void, page::PAGE_SIZE};
+
+use crate::{bindings, device::Device, macros::c_export, qp::Qp};
+
+/// Segments in one `rvt_segarray` (`RVT_SEGSZ`): the arrays are a page each.
+pub(super) const SEGSZ: usize =
+    size_of::<bindings::rvt_segarray>() / size_of::<bindings::rvt_seg>();
+
+/// `rvt_get_sge_length`: how many of `length` bytes go to the current segment of `sge`.
+pub(super) fn sge_length(sge: &bindings::rvt_sge, length: u32) -> u32 {
+    length.min(sge.length).min(sge.sge_length)
+}
+
+/// `rvt_update_sge`: moves the cursor `len` bytes forward, to the next segment of the region
+/// or to the next SGE when one runs out. With `release`, an SGE that is done gives back its
+/// region reference.
+///
+/// Unlike C, a state whose SGEs are all consumed (`num_sge` 0) stays so: C decrements the
+/// count below zero and reads past the list.
+///
+/// # Safety
+///
+/// `ss` is a consistent state: `sg_list` has `num_sge - 1` valid entries, `sge.mr` is a live
+/// region (or, with `sge.length` never reaching 0 mid-SGE, NULL), and with `release` the state
+/// holds a reference on each region of its SGEs. `len <= sge_length(&ss.sge, len)`.
+pub(super) unsafe fn update_sge(ss: &mut bindings::rvt_sge_state, len: u32, release: bool) {
+    let sge = &mut ss.sge;
+    sge.vaddr = sge.vaddr.cast::<u8>().wrapping_add(len as usize).cast();
+    sge.length = sge.length.wrapping_sub(len);
+    sge.sge_length = sge.sge_length.wrapping_sub(len);
+    if sge.sge_length == 0 {
+        if release {
+            // SAFETY: the state holds a reference on the region (caller's guarantee).
+            unsafe { bindings::rdmavt_rs_rvt_put_mr(sge.mr) };
+        }
+        ss.num_sge = ss.num_sge.saturating_sub(1);
+        if ss.num_sge != 0 {
+            // SAFETY: `sg_list` has `num_sge` more entries (caller's guarantee).
+            unsafe {
+                ss.sge = *ss.sg_list;
+                ss.sg_list = ss.sg_list.add(1);
+            }
+        }
+        return;
+    }
+    if sge.length != 0 || sge.mr.is_null() {
+        return;
+    }
+    // SAFETY: `sge.mr` is a live region (caller's guarantee).
+    let mr = unsafe { &*sge.mr };
+    // Key 0 is the DMA region: one segment as long as the SGE.
+    if mr.lkey == 0 {
+        return;
+    }
+    sge.n += 1;
+    if usize::from(sge.n) >= SEGSZ {
+        if u32::from(sge.m) + 1 >= mr.mapsz {
+            // The region's last segment: C leaves the cursor there too.
+            sge.m += 1;
+            return;
+        }
+        sge.m += 1;
+        sge.n = 0;
+    }
+    // SAFETY: `m < mapsz` and `n < SEGSZ`: a segment of the region's map.
+    let seg = unsafe { &(*(*mr.map.as_ptr().add(usize::from(sge.m)))).segs[usize::from(sge.n)] };
+    sge.vaddr = seg.vaddr;
+    // CAST: a segment is at most a page; C truncates the same way.
+    sge.length = seg.length as u32;
+}
+
+/// `rvt_skip_sge`: moves the cursor `length` bytes forward without copying.
+///
+/// C loops for ever when the state runs out before `length` does; this warns and stops.
+///
+/// # Safety
+///
+/// As [`update_sge`].
+pub(super) unsafe fn skip_sge(ss: &mut bindings::rvt_sge_state, mut length: u32, release: bool) {
+    while length != 0 {
+        let len = sge_length(&ss.sge, length);
+        if kernel::warn_on!(len == 0) {
+            return;
+        }
+        // SAFETY: the caller's guarantee; `len` fits the current segment.
+        unsafe { update_sge(ss, len, release) };
+        length -= len;
+    }
+}
+
+/// How `rvt_copy_sge` moves bytes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum CopyMode {
+    /// `memcpy`.
+    Cached,
+    /// Non-temporal stores, which keep a large copy from evicting the receiver's cache.
+    Cacheless,
+}
+
+impl CopyMode {
+    /// The mode for a copy of `length` bytes on a device whose driver asked for `sge_copy_mode`
+    /// (`RVT_SGE_COPY_*`). Copies under a page are always cached.
+    ///
+    /// `RVT_SGE_COPY_ADAPTIVE` (C goes cacheless once the working set of the copies exceeds
+    /// a share of the last-level cache) is not implemented: its copies are cached, which is
+    /// correct, only slower for working sets larger than the cache (see README).
+    pub(super) fn for_copy(sge_copy_mode: u32, length: u32) -> Self {
+        if sge_copy_mode == bindings::RVT_SGE_COPY_CACHELESS && length as usize >= PAGE_SIZE {
+            Self::Cacheless
+        } else {
+            Self::Cached
+        }
+    }
+}
+
+/// How one run of bytes is written.
+#[derive(Clone, Copy)]
+pub(super) enum Store {
+    /// `memcpy` or non-temporal stores.
+    Bulk(CopyMode),
+    /// One byte at a time, in address order: the last 8 bytes of an RDMA WRITE to a user QP,
+    /// which user space polls for the end of the data.
+    Ordered,
+}
+
+/// Copies `len` bytes from `src` to `dst` the way `how` says.
+///
+/// # Safety
+///
+/// `dst` is valid for `len` bytes of writes and `src` for `len` bytes of reads.
+unsafe fn store(dst: *mut u8, src: *const u8, len: usize, how: Store) {
+    match how {
+        // SAFETY: the caller's guarantee; the receiver's memory is distinct from the sender's
+        // (or the copy is of a region onto itself, as C's memcpy also allows in practice).
+        Store::Bulk(CopyMode::Cached) => unsafe { core::ptr::copy(src, dst, len) },
+        // SAFETY: the caller's guarantee; `copy_to_nontemporal` takes kernel addresses.
+        Store::Bulk(CopyMode::Cacheless) => unsafe {
+            bindings::copy_to_nontemporal(dst.cast(), src.cast(), len);
+        },
+        Store::Ordered => {
+            for i in 0..len {
+                // SAFETY: `i < len`, within both buffers (caller's guarantee); volatile so
+                // that the bytes land in order.
+                unsafe { dst.add(i).write_volatile(src.add(i).read()) };
+            }
+        }
+    }
+}
+
+/// Copies `length` bytes from `data` through the cursor `ss`, advancing it; returns the bytes
+/// left uncopied, which is 0 unless the state runs out first (C loops for ever then).
+///
+/// # Safety
+///
+/// As [`update_sge`]; each segment of `ss` is kernel memory valid for writes, `data` valid
+/// for `length` bytes of reads.
+pub(super) unsafe fn copy_run(
+    ss: &mut bindings::rvt_sge_state,
+    mut data: *const u8,
+    mut length: u32,
+    release: bool,
+    how: Store,
+) -> u32 {
+    while length != 0 {
+        let len = sge_length(&ss.sge, length);
+        if kernel::warn_on!(len == 0) {
+            break;
+        }
+        // SAFETY: the current segment has `len` bytes left (`sge_length`), `data` has
+        // `length >= len` (caller's guarantee).
+        unsafe { store(ss.sge.vaddr.cast(), data, len as usize, how) };
+        // SAFETY: the caller's guarantee; `len` fits the current segment.
+        unsafe { update_sge(ss, len, release) };
+        // SAFETY: still within the caller's `length` bytes.
+        data = unsafe { data.add(len as usize) };
+        length -= len;
+    }
+    length
+}
+
+/// `rvt_copy_sge`'s body: copies `length` bytes of `data` into the memory `ss` describes.
+/// With `copy_last`, the last 8 bytes are stored one by one, after the rest.
+///
+/// # Safety
+///
+/// As [`copy_run`].
+pub(super) unsafe fn copy_sge(
+    ss: &mut bindings::rvt_sge_state,
+    data: *const u8,
+    length: u32,
+    release: bool,
+    copy_last: bool,
+    mode: CopyMode,
+) {
+    let (bulk, last) = match (copy_last, length) {
+        (false, _) => (length, 0),
+        (true, 0..=8) => (0, length),
+        (true, _) => (length - 8, 8),
+    };
+    // SAFETY: the caller's guarantee, for `bulk + last == length` bytes in two runs.
+    unsafe {
+        let left = copy_run(ss, data, bulk, release, Store::Bulk(mode));
+        if left == 0 {
+            copy_run(ss, data.add(bulk as usize), last, release, Store::Ordered);
+        }
+    }
+}
+
+/// `rvt_copy_sge`: copies `length` bytes of `data` to the receive SGEs `ss` of `qp`.
+///
+/// # Safety
+///
+/// `qp` is a live QP of ours; `ss` a consistent SGE state over kernel mappings with room for
+/// `length` bytes, holding a reference on each region when `release`; `data` valid for
+/// `length` bytes of reads.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rvt_copy_sge(
+    qp: *mut bindings::rvt_qp,
+    ss: *mut bindings::rvt_sge_state,
+    data: *mut c_void,
+    length: u32,
+    release: bool,
+    copy_last: bool,
+) {
+    // SAFETY: a live QP of ours (caller's guarantee).
+    let qp = unsafe { Qp::from_raw(qp) };
+    let mode = copy_mode(qp.device(), length);
+    // SAFETY: the caller's guarantee; the driver owns `ss` for the call.
+    unsafe { copy_sge(&mut *ss, data.cast(), length, release, copy_last, mode) };
+}
+c_export!(rvt_copy_sge);
+
+/// The copy mode `dev`'s driver chose, for a copy of `length` bytes.
+pub(super) fn copy_mode(dev: &Device, length: u32) -> CopyMode {
+    CopyMode::for_copy(dev.dparms().sge_copy_mode, length)
+}
+
+/// Points `ss` at the start of the SGEs of `wqe`: what `rvt_restart_sge` and the loopback
+/// start from. A WQE without SGEs gets an empty state (C copies `sg_list[0]` regardless,
+/// which may lie past the queue).
+///
+/// # Safety
+///
+/// `wqe` is a send WQE whose `sg_list` has `wr.num_sge` entries.
+pub(super) unsafe fn start_sge(ss: &mut bindings::rvt_sge_state, wqe: *const bindings::rvt_swqe) {
+    // SAFETY: the caller's guarantee; `wr` is the member every WQE fills.
+    unsafe {
+        let num_sge = (*wqe).__bindgen_anon_1.wr.num_sge;
+        let list = (*wqe).sg_list.as_ptr();
+        if num_sge > 0 {
+            ss.sge = *list;
+        } else {
+            ss.sge = core::mem::zeroed();
+        }
+        ss.sg_list = list.add(1).cast_mut();
+        // CAST: C's truncation to the u8 field; `num_sge` is at most `s_max_sge`.
+        ss.num_sge = num_sge as u8;
+        ss.total_len = (*wqe).length;
+    }
+}
+
+/// `rvt_restart_sge`: rewinds `ss` to byte `len` of `wqe`'s data, for a retransmission;
+/// returns the bytes from there to the end.
+///
+/// # Safety
+///
+/// `ss` is the driver's state to overwrite; `wqe` a send WQE whose `sg_list` has
+/// `wr.num_sge` entries, each over a live region, and `len <= wqe->length`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rvt_restart_sge(
+    ss: *mut bindings::rvt_sge_state,
+    wqe: *mut bindings::rvt_swqe,
+    len: u32,
+) -> u32 {
+    // SAFETY: the caller's guarantee.
+    unsafe {
+        let ss = &mut *ss;
+        start_sge(ss, wqe);
+        skip_sge(ss, len, false);
+        (*wqe).length.wrapping_sub(len)
+    }
+}
+c_export!(rvt_restart_sge);
