@@ -14,6 +14,7 @@ mod layout;
 mod lock;
 mod macros;
 mod mad;
+mod mcast;
 mod mmap;
 mod mr;
 mod krwq;
