@@ -5,7 +5,6 @@
 
 use core::{cmp::Ordering, marker::PhantomData, ptr};
 
-
 use kernel::{prelude::*, sync::lock::spinlock::SpinLockIrqBackend};
 
 use super::group::{self, gid_bytes, group_of, member_of, Group, Member};

@@ -32,9 +32,9 @@ fn port_and_reset(qp: &Qp) -> (u32, bool) {
     (u32::from(port_num), reset)
 }
 
-/// The QP's port. C indexes `rdi->ports[qp->port_num - 1]` unchecked, and a QP that was never
-/// moved out of RESET has port 0: C reads `ports[-1]` (KASAN: slab-out-of-bounds), and on
-/// detach then takes a lock inside whatever that was. Here port 0 is EINVAL.
+/// The QP's port. C indexes `rdi->ports[qp->port_num - 1]` unchecked, before any check, and a
+/// QP that never left RESET has port 0: C reads `ports[-1]` (KASAN: slab-out-of-bounds), and
+/// its detach then takes a lock inside whatever that was. Here port 0 is EINVAL.
 fn port_of(dev: &Device, port_num: u32) -> Result<&Port> {
     dev.port(port_num)
 }
