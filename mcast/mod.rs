@@ -329,6 +329,62 @@ mod tests {
         assert_eq!(*f.count, 64 - 22);
     }
 
+    /// The verbs on a fake device of one port: C's checks, and a QP on port 0 (never left
+    /// RESET) refused before the ports array is indexed, where C reads `ports[-1]`.
+    #[test]
+    fn verbs_check_the_qp() {
+        let mut f = Fake::new(1);
+        let mut rdi = zeroed_box::<bindings::rvt_dev_info>();
+        let mut ports = KBox::new([&raw mut *f.port], GFP_KERNEL).expect("allocation");
+        rdi.dparms.nports = 1;
+        rdi.ports = ports.as_mut_ptr();
+        rdi.dparms.props.max_mcast_grp = 4;
+        rdi.dparms.props.max_mcast_qp_attach = 2;
+        // SAFETY: a fresh, unused lock.
+        unsafe { spin_lock_init!(&raw mut rdi.n_mcast_grps_lock, c"test group count lock") };
+        let qp = f.qp(0);
+        // SAFETY: the fake QP is ours alone; its r_lock is set up before the verbs take it.
+        unsafe {
+            spin_lock_init!(&raw mut (*qp).r_lock, c"test r_lock");
+            (*qp).ibqp.device = &raw mut rdi.ibdev;
+        }
+        let mut g = gid(10);
+        let set = |state: bindings::ib_qp_state, port: u8, qpn: u32| {
+            // SAFETY: as above; no verb runs concurrently.
+            unsafe {
+                (*qp).state = state.0 as u8;
+                (*qp).port_num = port;
+                (*qp).ibqp.qp_num = qpn;
+            }
+        };
+        // SAFETY: the fake QP's head, with a device whose ports and limits are set up; `g` is
+        // valid. Each closure call is one verb call from ib_core.
+        let attach = |g: &mut bindings::ib_gid| unsafe {
+            super::verbs::attach_mcast(&raw mut (*qp).ibqp, g, 0xc00a)
+        };
+        // SAFETY: as above.
+        let detach = |g: &mut bindings::ib_gid| unsafe {
+            super::verbs::detach_mcast(&raw mut (*qp).ibqp, g, 0xc00a)
+        };
+
+        set(bindings::ib_qp_state::IB_QPS_RESET, 0, 5);
+        assert_eq!(attach(&mut g), EINVAL.to_errno());
+        assert_eq!(detach(&mut g), EINVAL.to_errno());
+        set(bindings::ib_qp_state::IB_QPS_RTS, 1, 1);
+        assert_eq!(attach(&mut g), EINVAL.to_errno());
+        set(bindings::ib_qp_state::IB_QPS_RTS, 2, 5);
+        assert_eq!(attach(&mut g), EINVAL.to_errno());
+        assert!(f.tree().is_empty());
+        set(bindings::ib_qp_state::IB_QPS_RTS, 1, 5);
+        assert_eq!(attach(&mut g), 0);
+        assert_eq!(rdi.n_mcast_grps_allocated, 1);
+        assert!(f.find(&g, 0xc00a).is_some());
+        assert_eq!(detach(&mut g), 0);
+        assert_eq!(detach(&mut g), EINVAL.to_errno());
+        assert_eq!((rdi.n_mcast_grps_allocated, f.qp_refs(0)), (0, 1));
+        drop(ports);
+    }
+
     #[test]
     fn pop_frees_everything() {
         let mut f = Fake::new(2);
