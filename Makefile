@@ -8,6 +8,7 @@
 #   make run          the main job: boot the test VM, load the modules, show the RDMA devices
 #   make check        every test: host-side tests, then KUnit and kselftests in the VM, on
 #                     rdmavt-rs and on the in-tree C rdmavt
+#   make test-progs   the C test programs (tests/progs/) into .test-bin/
 #   make clean
 #
 # A user's own Rust-enabled kernel: make KDIR=/lib/modules/$(uname -r)/build
@@ -33,7 +34,7 @@ endif
 KMAKE = $(MAKE) -C "$$kdir" M=$(REPO) LLVM=$(LLVM) RUSTC=$(RUSTC) BINDGEN=$(BINDGEN) \
 	CLIPPY_DRIVER=$(CLIPPY_DRIVER) LIBCLANG_PATH=/usr/lib/llvm$(LLVM)/lib
 
-.PHONY: all modules clippy run check clean setup
+.PHONY: all modules clippy run check clean setup test-progs
 
 all: modules
 
@@ -53,10 +54,14 @@ clippy: setup
 run: modules
 	@bash $(SCRIPTS)/run-main.sh
 
-check: modules
+check: modules test-progs
 	@bash $(REPO)/tests/check.sh
+
+test-progs: setup
+	@$(MAKE) -s -C $(REPO)/tests/progs OUT=$(REPO)/.test-bin
 
 clean:
 	@kdir=$$(readlink -f $(CACHE_ROOT)/kernel/current); \
 	if [ -d "$$kdir" ]; then $(KMAKE) clean; fi
 	@rm -f .clippy.log
+	@rm -rf .test-bin

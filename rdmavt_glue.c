@@ -76,6 +76,9 @@ EXPORT_SYMBOL(rvt_restart_sge);
 EXPORT_SYMBOL(rvt_compute_aeth);
 EXPORT_SYMBOL(rvt_get_credit);
 
+/* Multicast, implemented in mcast/. */
+EXPORT_SYMBOL(rvt_mcast_find);
+
 /*
  * Tells a driver at run time (symbol_get) that this rdmavt accepts a device with no PCI
  * device behind it: the C rdmavt dereferences get_pci_dev() in its log messages. GPL-only,
@@ -399,4 +402,48 @@ struct rvt_qp *rdmavt_rs_rvt_lookup_qpn(struct rvt_dev_info *rdi, struct rvt_ibp
 u32 rdmavt_rs_rdma_ah_get_dlid(const struct rdma_ah_attr *attr)
 {
 	return rdma_ah_get_dlid(attr);
+}
+
+/*
+ * Multicast (mcast/): the rb-tree, RCU list and wait queue helpers that are static inlines
+ * or macros. Each does exactly what its namesake does in C's mcast.c.
+ */
+void rdmavt_rs_rb_link_insert(struct rb_node *node, struct rb_node *parent,
+			      struct rb_node **link, struct rb_root *root)
+{
+	rb_link_node(node, parent, link);
+	rb_insert_color(node, root);
+}
+
+void rdmavt_rs_rb_erase(struct rb_node *node, struct rb_root *root)
+{
+	rb_erase(node, root);
+}
+
+void rdmavt_rs_list_add_tail_rcu(struct list_head *new, struct list_head *head)
+{
+	list_add_tail_rcu(new, head);
+}
+
+void rdmavt_rs_list_del_rcu(struct list_head *entry)
+{
+	list_del_rcu(entry);
+}
+
+void rdmavt_rs_init_mcast_wait(struct rvt_mcast *mcast)
+{
+	init_waitqueue_head(&mcast->wait);
+}
+
+/* wait_event(mcast->wait, atomic_read(&mcast->refcount) <= max), as rvt_detach_mcast waits. */
+void rdmavt_rs_mcast_wait_refs(struct rvt_mcast *mcast, int max)
+{
+	wait_event(mcast->wait, atomic_read(&mcast->refcount) <= max);
+}
+
+/* What a walker does when done with a group from rvt_mcast_find() (hfi1's verbs.c does it). */
+void rdmavt_rs_mcast_put(struct rvt_mcast *mcast)
+{
+	if (atomic_dec_return(&mcast->refcount) <= 1)
+		wake_up(&mcast->wait);
 }

@@ -117,6 +117,21 @@ struct rdma_ah_attr;
 struct rvt_qp *rdmavt_rs_rvt_lookup_qpn(struct rvt_dev_info *rdi, struct rvt_ibport *rvp, u32 qpn);
 u32 rdmavt_rs_rdma_ah_get_dlid(const struct rdma_ah_attr *attr);
 
+/*
+ * Multicast (mcast/): rb-tree linking, RCU list updates and the group's wait queue.
+ */
+struct rb_node;
+struct rb_root;
+struct rvt_mcast;
+void rdmavt_rs_rb_link_insert(struct rb_node *node, struct rb_node *parent,
+			      struct rb_node **link, struct rb_root *root);
+void rdmavt_rs_rb_erase(struct rb_node *node, struct rb_root *root);
+void rdmavt_rs_list_add_tail_rcu(struct list_head *new, struct list_head *head);
+void rdmavt_rs_list_del_rcu(struct list_head *entry);
+void rdmavt_rs_init_mcast_wait(struct rvt_mcast *mcast);
+void rdmavt_rs_mcast_wait_refs(struct rvt_mcast *mcast, int max);
+void rdmavt_rs_mcast_put(struct rvt_mcast *mcast);
+
 #endif /* RDMAVT_RS_GLUE_H */
 
 void rdmavt_rs_qp_timers_setup(struct rvt_qp *qp, void (*rc_timeout)(struct timer_list *),

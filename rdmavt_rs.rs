@@ -15,6 +15,7 @@ mod loopback;
 mod lock;
 mod macros;
 mod mad;
+mod mcast;
 mod mmap;
 mod mr;
 mod krwq;

@@ -8,7 +8,7 @@
 
 use core::mem::{offset_of, size_of};
 
-use crate::{ah, bindings, cq, krwq, mmap, mr, pd, qp, srq};
+use crate::{ah, bindings, cq, krwq, mcast, mmap, mr, pd, qp, srq};
 
 use super::query;
 
@@ -53,6 +53,7 @@ pub(crate) static RVT_DEV_OPS: Ops = Ops(bindings::ib_device_ops {
     alloc_mr: Some(mr::alloc_mr),
     alloc_pd: Some(pd::alloc_pd),
     alloc_ucontext: Some(query::alloc_ucontext),
+    attach_mcast: Some(mcast::attach_mcast),
     create_ah: Some(ah::create_ah),
     create_cq: Some(cq::create_cq),
     create_qp: Some(qp::create_qp),
@@ -62,6 +63,7 @@ pub(crate) static RVT_DEV_OPS: Ops = Ops(bindings::ib_device_ops {
     dereg_mr: Some(mr::dereg_mr),
     destroy_ah: Some(ah::destroy_ah),
     destroy_cq: Some(cq::destroy_cq),
+    detach_mcast: Some(mcast::detach_mcast),
     destroy_qp: Some(qp::destroy_qp),
     get_dma_mr: Some(mr::get_dma_mr),
     get_numa_node: Some(query::get_numa_node),

@@ -9,7 +9,7 @@ use kernel::{
 };
 
 use super::Device;
-use crate::{bindings, lock::spin_lock_init, macros::c_export, mad, mmap, mr, qp};
+use crate::{bindings, lock::spin_lock_init, macros::c_export, mad, mcast, mmap, mr, qp};
 
 /// The uverbs commands rdmavt serves through its ops; ib_core learns of them here because
 /// they have no `ib_device_ops` entry of their own to be detected by.
@@ -96,7 +96,7 @@ unsafe fn init_internal(dev: &Device) {
         (*rdi).n_ahs_allocated = 0;
         spin_lock_init!(&raw mut (*rdi).n_srqs_lock, c"&rdi->n_srqs_lock");
         (*rdi).n_srqs_allocated = 0;
-        spin_lock_init!(&raw mut (*rdi).n_mcast_grps_lock, c"&rdi->n_mcast_grps_lock");
+        mcast::driver_init(dev);
         spin_lock_init!(&raw mut (*rdi).n_cqs_lock, c"&rdi->n_cqs_lock");
         spin_lock_init!(&raw mut (*rdi).n_pds_lock, c"&rdi->n_pds_lock");
         (*rdi).n_pds_allocated = 0;
@@ -198,9 +198,12 @@ pub(crate) unsafe extern "C" fn rvt_unregister_device(rdi: *mut bindings::rvt_de
     mad::free_agents(dev);
     // SAFETY: registered by `rvt_register_device`; ib_core waits for its users to go.
     unsafe { bindings::ib_unregister_device(dev.ibdev()) };
-    // SAFETY: registration set the tables up, and ib_core has destroyed every MR and QP.
+    // SAFETY: registration set the tables up, and ib_core has destroyed every MR and QP (a
+    // QP still in a multicast group cannot have been destroyed: mcast::exit drops its
+    // reference before the QP table goes).
     unsafe {
         mr::exit(dev);
+        mcast::exit(dev);
         qp::exit(dev);
     }
 }

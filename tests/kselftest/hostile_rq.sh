@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Hostile values in a user QP's mmap'ed receive ring (tests/progs/hostile_rq.c, built by
+# `make test-progs`): head and tail beyond the ring, and num_sge over the QP's max_recv_sge.
+# A send to the QP must fail cleanly, and the kernel log (checked by the VM run) stay free of
+# KASAN reports. The num_sge case runs on rdmavt-rs only: the C rdmavt trusts num_sge and
+# reads past the WQE. Each case skips, with the reason, while QPs or the loopback send engine
+# are missing.
+set -u
+tests=$(cd "$(dirname "$0")/.." && pwd)
+. "$tests/lib/ktap.sh"
+
+prog=$RDMAVT_RS_REPO/.test-bin/hostile_rq
+trap 'rmmod rvt_loop 2>/dev/null' EXIT
+
+if [ ! -x "$prog" ]; then
+	ktap_header
+	ktap_plan 1
+	ktap_fail "hostile_rq: $prog is not built (make test-progs)"
+	ktap_finish
+	exit
+fi
+if ! err=$(insmod "$RDMAVT_RS_REPO/rvt_loop.ko" 2>&1); then
+	ktap_header
+	ktap_plan 1
+	ktap_fail "hostile_rq: rvt_loop loads: $err"
+	ktap_finish
+	exit
+fi
+if [ "$RDMAVT_RS_RDMAVT" = rs ]; then
+	"$prog" --num-sge
+else
+	"$prog"
+fi

@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * A user RC QP's receive ring (struct rvt_rwq, mmap'ed from the kernel by libhfi1verbs) is
+ * user memory: this program writes hostile values into it and then sends to the QP from a
+ * second QP of rvt_loop0, so that the kernel reads the ring (RC loopback: rvt_ruc_loopback()
+ * and rvt_get_rwqe() in C). Each case passes when the send completes with an error status or
+ * the receiving QP is in the error state, never as a good receive, and (checked by the VM
+ * run) the kernel logs no KASAN or other report. The cases:
+ *
+ *   head     head far beyond the ring, nothing posted
+ *   tail     tail far beyond the ring, nothing posted
+ *   both     head and tail beyond the ring, one apart (a naive count says one WQE)
+ *   num_sge  a posted WQE whose num_sge is 255, over the QP's max_recv_sge: the C rdmavt
+ *            trusts it and reads (and copies SGEs) past the WQE, so the wrapper runs this
+ *            case on rdmavt-rs only
+ *
+ * The ring is found through libhfi1verbs' struct hfi1_qp (the ibv_qp, then the ring pointer),
+ * checked against /proc/self/maps and a WQE posted through ibv_post_recv before it is used.
+ * Skips, with the reason, when the device cannot create QPs or post sends, or no completion
+ * arrives (the send engine that runs the loopback is missing).
+ */
+#include <stdint.h>
+#include <unistd.h>
+#include <rdma/rvt-abi.h>
+#include "verbs_util.h"
+
+#define MAGIC_WR_ID 0x5eed0000cafeULL
+#define POLLS 2000		/* 1 ms apart: the bound on waiting for the send engine */
+#define MSG 64
+
+struct pair {
+	struct ibv_cq *scq, *rcq;
+	struct ibv_qp *send, *recv;
+	struct rvt_rwq *ring;
+	uint32_t size, max_sge;
+};
+
+static struct ibv_pd *pd;
+static struct ibv_mr *mr;
+static char buf[4096];
+static uint16_t lid;
+
+/* Whether [p, p + len) lies inside a mapping of a uverbs device file. */
+static int in_uverbs_mapping(const void *p, size_t len)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	unsigned long lo, hi, a = (unsigned long)p;
+	char line[512];
+	int found = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && strstr(line, "/dev/infiniband/uverbs") &&
+		    a >= lo && a + len <= hi)
+			found = 1;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+static struct rvt_rwqe *wqe_at(struct pair *p, uint32_t n)
+{
+	size_t stride = sizeof(struct rvt_rwqe) + p->max_sge * sizeof(struct rvt_wqe_sge);
+
+	return (struct rvt_rwqe *)((char *)p->ring->wq + stride * n);
+}
+
+/*
+ * libhfi1verbs' struct hfi1_qp is { struct ibv_qp ibv_qp; struct hfi1_rq rq; } and hfi1_rq
+ * starts with the ring pointer. Checked, not trusted: the pointer must lie in the mmap'ed
+ * ring, and a WQE posted through libibverbs must show up in it.
+ */
+static int locate_ring(struct pair *p)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = MSG, .lkey = mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = MAGIC_WR_ID, .sg_list = &sge, .num_sge = 1 }, *bad;
+	struct rvt_rwq *ring = *(struct rvt_rwq **)((char *)p->recv + sizeof(struct ibv_qp));
+	struct rvt_rwqe *w;
+
+	if (!in_uverbs_mapping(ring, sizeof(*ring)))
+		return 0;
+	p->ring = ring;
+	if (ring->head.val != 0 || ring->tail.val != 0 || ibv_post_recv(p->recv, &wr, &bad))
+		return 0;
+	w = wqe_at(p, 0);
+	return ring->head.val == 1 && w->wr_id == MAGIC_WR_ID && w->num_sge == 1 &&
+	       w->sg_list[0].lkey == mr->lkey;
+}
+
+static int rc_connect(struct ibv_qp *qp, uint32_t dest)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+	};
+	int ret;
+
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			    IBV_QP_ACCESS_FLAGS);
+	if (ret)
+		return ret;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dest;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.ah_attr.dlid = lid;
+	a.ah_attr.port_num = 1;
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	if (ret)
+		return ret;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 0;
+	a.rnr_retry = 0;	/* no RNR retries: an empty ring fails the send at once */
+	a.max_rd_atomic = 1;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+static struct ibv_qp *rc_qp(struct ibv_cq *scq, struct ibv_cq *rcq)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = scq, .recv_cq = rcq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 3, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+
+	return qp;
+}
+
+static void destroy_pair(struct pair *p)
+{
+	if (p->send)
+		ibv_destroy_qp(p->send);
+	if (p->recv)
+		ibv_destroy_qp(p->recv);
+	if (p->scq)
+		ibv_destroy_cq(p->scq);
+	if (p->rcq)
+		ibv_destroy_cq(p->rcq);
+}
+
+/* 0, or an errno (EOPNOTSUPP: the device has no QPs yet). */
+static int make_pair(struct ibv_context *ctx, struct pair *p)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	memset(p, 0, sizeof(*p));
+	p->scq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	p->rcq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	if (!p->scq || !p->rcq)
+		return errno ? errno : ENOMEM;
+	p->send = rc_qp(p->scq, p->scq);
+	if (!p->send)
+		return errno;
+	p->recv = rc_qp(p->rcq, p->rcq);
+	if (!p->recv)
+		return errno;
+	if (ibv_query_qp(p->recv, &a, IBV_QP_CAP, &ia))
+		return EIO;
+	/* libhfi1verbs sizes the ring as the kernel does: max_recv_wr + 1 slots. */
+	p->size = ia.cap.max_recv_wr + 1;
+	p->max_sge = ia.cap.max_recv_sge;
+	if (rc_connect(p->send, p->recv->qp_num) || rc_connect(p->recv, p->send->qp_num))
+		return EIO;
+	return 0;
+}
+
+enum outcome { REFUSED, ACCEPTED, NO_POST_SEND, NO_COMPLETION, BROKEN };
+
+/* Sends one message from p->send to p->recv and says how the hostile ring was taken. */
+static enum outcome send_and_see(struct pair *p, const char **why)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)buf + 2048, .length = MSG, .lkey = mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+	struct ibv_wc wc;
+	int i, n = 0;
+
+	n = ibv_post_send(p->send, &wr, &bad);
+	if (n == EOPNOTSUPP)
+		return NO_POST_SEND;
+	if (n) {
+		*why = strerror(n);
+		return BROKEN;
+	}
+	for (i = 0; i < POLLS && !(n = ibv_poll_cq(p->scq, 1, &wc)); i++)
+		usleep(1000);
+	if (n < 0) {
+		*why = "ibv_poll_cq failed";
+		return BROKEN;
+	}
+	if (!n)
+		return NO_COMPLETION;
+	*why = ibv_wc_status_str(wc.status);
+	if (wc.status != IBV_WC_SUCCESS || qp_state(p->recv) == IBV_QPS_ERR)
+		return REFUSED;
+	return ACCEPTED;
+}
+
+typedef void (*spoil_fn)(struct pair *p);
+
+static void spoil_head(struct pair *p)
+{
+	__atomic_store_n(&p->ring->head.val, 0xfffffff0u, __ATOMIC_RELEASE);
+}
+
+static void spoil_tail(struct pair *p)
+{
+	__atomic_store_n(&p->ring->tail.val, 0x7fffffffu, __ATOMIC_RELEASE);
+}
+
+static void spoil_both(struct pair *p)
+{
+	__atomic_store_n(&p->ring->tail.val, 0x80000000u, __ATOMIC_RELEASE);
+	__atomic_store_n(&p->ring->head.val, 0x80000001u, __ATOMIC_RELEASE);
+}
+
+static void spoil_num_sge(struct pair *p)
+{
+	wqe_at(p, 0)->num_sge = 255;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+/*
+ * One case: a fresh pair, the ring located (which posts one good WQE), the ring spoiled, a
+ * send. For the cases that want an empty ring, the good WQE is taken back first.
+ */
+static void run_case(struct ibv_context *ctx, const char *name, spoil_fn spoil, int keep_wqe)
+{
+	struct pair p;
+	const char *why = "";
+	int ret = make_pair(ctx, &p);
+
+	if (ret) {
+		tap_result(0, "%s: two connected RC QPs (%s)", name, strerror(ret));
+		goto out;
+	}
+	if (!locate_ring(&p)) {
+		tap_result(0, "%s: the receive ring found through libhfi1verbs", name);
+		goto out;
+	}
+	if (!keep_wqe)
+		__atomic_store_n(&p.ring->head.val, 0, __ATOMIC_RELEASE);
+	spoil(&p);
+	switch (send_and_see(&p, &why)) {
+	case REFUSED:
+		tap_result(1, "%s: refused (%s)", name, why);
+		break;
+	case ACCEPTED:
+		tap_result(0, "%s: the kernel received into a hostile ring", name);
+		break;
+	case NO_POST_SEND:
+		tap_skip(name, "ibv_post_send: EOPNOTSUPP (no post_send yet)");
+		break;
+	case NO_COMPLETION:
+		tap_skip(name, "no send completion: the loopback send engine does not run yet");
+		break;
+	case BROKEN:
+		tap_result(0, "%s: send or poll failed: %s", name, why);
+		break;
+	}
+out:
+	destroy_pair(&p);
+}
+
+int main(int argc, char **argv)
+{
+	int num_sge = argc > 1 && !strcmp(argv[1], "--num-sge");
+	struct ibv_context *ctx = open_test_device();
+	struct ibv_port_attr pa;
+	struct ibv_qp *probe;
+	struct ibv_cq *cq;
+
+	printf("TAP version 13\n");
+	if (!ctx || ibv_query_port(ctx, 1, &pa)) {
+		tap_result(0, "open %s", TEST_DEVICE);
+		return tap_finish();
+	}
+	lid = pa.lid;
+	pd = ibv_alloc_pd(ctx);
+	mr = pd ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
+	cq = mr ? ibv_create_cq(ctx, 8, NULL, NULL, 0) : NULL;
+	if (!cq) {
+		tap_result(0, "PD, MR and CQ on %s: %s", TEST_DEVICE, strerror(errno));
+		return tap_finish();
+	}
+	probe = rc_qp(cq, cq);
+	if (!probe && errno == EOPNOTSUPP) {
+		tap_skip("hostile receive ring", "ibv_create_qp: EOPNOTSUPP (no QPs yet)");
+		return tap_finish();
+	}
+	if (probe)
+		ibv_destroy_qp(probe);
+	ibv_destroy_cq(cq);
+	run_case(ctx, "head beyond the ring", spoil_head, 0);
+	run_case(ctx, "tail beyond the ring", spoil_tail, 0);
+	run_case(ctx, "head and tail beyond the ring", spoil_both, 0);
+	if (num_sge)
+		run_case(ctx, "num_sge over max_recv_sge", spoil_num_sge, 1);
+	else
+		tap_skip("num_sge over max_recv_sge",
+			 "C rdmavt trusts the ring's num_sge and reads past the WQE");
+	ibv_dereg_mr(mr);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	return tap_finish();
+}
