@@ -19,8 +19,8 @@ TRAFFIC_TIMEOUT=180
 TRAFFIC_SKIP=
 
 # What the programs print when ibv_create_qp() fails: ibv_*_pingpong "Couldn't create QP",
-# perftest "Couldn't create QP" / "Unable to create QP".
-TRAFFIC_NO_QP='(Couldn.t|Unable to|Failed to) create (the )?QP'
+# perftest "Couldn't create QP" / "Unable to create QP"; ibv_srq_pingpong "Couldn't create SRQ".
+TRAFFIC_NO_QP='(Couldn.t|Unable to|Failed to) create (the )?(QP|SRQ)'
 
 # Loads rvt_loop unless it is loaded. On failure all points are skipped on rdmavt-rs (which
 # may not serve rvt_loop yet) and failed on the C rdmavt.
@@ -65,7 +65,7 @@ traffic_pair() {
 	if [ "$src" = 0 ] && [ "$crc" = 0 ]; then
 		ktap_pass "$name"
 	elif [ "$RDMAVT_RS_RDMAVT" = rs ] && grep -Eq "$TRAFFIC_NO_QP" "$out/server" "$out/client"; then
-		ktap_skip "$name" "rdmavt-rs cannot create QPs yet"
+		ktap_skip "$name" "rdmavt-rs cannot create QPs (or SRQs) yet"
 	else
 		ktap_msg "server (exit $src): ${server[*]} -p $port"
 		sed 's/^/#   /' "$out/server" | tail -20
