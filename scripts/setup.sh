@@ -11,7 +11,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 debs=(rustc-web rust-web-src rust-web-clippy clang-19 lld-19 llvm-19 libclang-19-dev bc flex bison libelf-dev
       libssl-dev cpio qemu-system-x86 busybox-static ibverbs-utils ibverbs-providers rdma-core
-      perftest python3-pyverbs iproute2 python3-venv xz-utils kmod pahole rsync)
+      perftest python3-pyverbs libibverbs-dev iproute2 python3-venv xz-utils kmod pahole rsync)
 
 missing_debs() {
 	local p
