@@ -186,7 +186,8 @@ pub(crate) unsafe fn take_wr_id(qp: *mut bindings::rvt_qp) -> bool {
 }
 
 /// `rvt_recv_cq()`: enters `wc` on the receive CQ of `qp`, or moves the QP to the error
-/// state when the CQ is full.
+/// state when the CQ is full. Unlike the C helper (and hfi1), with `s_lock` taken for
+/// rvt_error_qp(), which requires it.
 ///
 /// # Safety
 ///

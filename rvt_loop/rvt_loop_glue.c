@@ -149,7 +149,14 @@ bool rvt_loop_take_wr_id(struct rvt_qp *qp)
 	return test_and_clear_bit(RVT_R_WRID_VALID, &qp->r_aflags);
 }
 
+/*
+ * rvt_recv_cq(), except on a full CQ: the header's version then calls rvt_error_qp() with
+ * only r_lock held, though it asserts s_lock too (hfi1's ud_loopback() has that bug);
+ * rvt_rc_error() takes s_lock around it, in rdmavt's order, and raises LAST_WQE_REACHED.
+ */
 void rvt_loop_recv_cq(struct rvt_qp *qp, struct ib_wc *wc, bool solicited)
 {
-	rvt_recv_cq(qp, wc, solicited);
+	lockdep_assert_held(&qp->r_lock);
+	if (unlikely(!rvt_cq_enter(ibcq_to_rvtcq(qp->ibqp.recv_cq), wc, solicited)))
+		rvt_rc_error(qp, IB_WC_LOC_QP_OP_ERR);
 }

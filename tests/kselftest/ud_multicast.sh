@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# UD multicast on rvt_loop0 (src/ud_multicast.c, built here against libibverbs): a send to a
-# group reaches exactly the QPs attached to it, with a GRH. On rdmavt-rs, until it can create
-# QPs, the test is a SKIP.
+# UD multicast on rvt_loop0 (ud_multicast.c, built here against libibverbs; not executable,
+# so the runner leaves it alone): a send to a group reaches exactly the QPs attached to it,
+# with a GRH. On rdmavt-rs, until it can create QPs, the test is a SKIP.
 set -u
 tests=$(cd "$(dirname "$0")/.." && pwd)
 . "$tests/lib/ktap.sh"
@@ -13,7 +13,7 @@ work=$(mktemp -d)
 
 skip_all() { ktap_header; ktap_plan 1; ktap_skip "UD multicast" "$1"; ktap_finish; exit; }
 
-cc -O2 -Wall -o "$work/ud_multicast" "$tests/kselftest/src/ud_multicast.c" -libverbs \
+cc -O2 -Wall -o "$work/ud_multicast" "$tests/kselftest/ud_multicast.c" -libverbs \
 	2>"$work/cc.err" || skip_all "cannot build against libibverbs: $(head -1 "$work/cc.err")"
 traffic_setup >"$work/setup" || { ktap_header; ktap_plan 1; cat "$work/setup";
 	ktap_fail "rvt_loop loads"; ktap_finish; exit; }
