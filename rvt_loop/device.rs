@@ -109,6 +109,25 @@ impl LoopDev {
         GUID_BASE + u64::from(self.unit)
     }
 
+    /// The port's subnet prefix, big-endian: the first half of its one GID. No subnet
+    /// manager changes it.
+    pub(crate) fn gid_prefix(&self) -> u64 {
+        DEFAULT_GID_PREFIX.to_be()
+    }
+
+    /// Entry `index` of the port's P_Key table; 0, the invalid P_Key, beyond the table, as
+    /// rdmavt's rvt_get_pkey() returns.
+    pub(crate) fn pkey(&self, index: usize) -> u16 {
+        self.pkeys().nth(index).unwrap_or(0)
+    }
+
+    /// The port's P_Key table.
+    pub(crate) fn pkeys(&self) -> impl Iterator<Item = u16> + '_ {
+        // SAFETY: By the type invariants the table is written only before registration, and
+        // rdmavt only reads it, so shared reads are fine.
+        unsafe { &*self.pkeys.get() }.iter().copied()
+    }
+
     /// The port's driver data that rdmavt also reads (`rdi->ports[0]`).
     pub(crate) fn port(&self) -> *mut bindings::rvt_ibport {
         self.port.get()

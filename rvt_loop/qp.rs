@@ -2,18 +2,17 @@
 
 //! The QP callbacks of `struct rvt_driver_provided` and what rvt_loop keeps per QP.
 //!
-//! # The send engine is not here yet
+//! # The send engine
 //!
 //! rdmavt queues posted work requests on the QP and asks the driver to send them:
-//! `do_send()` directly, or `schedule_send()` to have it run later. rvt_loop runs `do_send()`
-//! from a work item, as hfi1 does, and the work item is set up, queued and cancelled as the
-//! QP's life requires. But `do_send()` does not send anything yet: it will hand the QP to
-//! rdmavt's `rvt_ruc_loopback()`, which delivers each request to the destination QP on the
-//! same device and completes it, and that comes with the QP issue. Until then, posted sends
-//! stay on the send queue without a completion, also when the QP goes to the error state;
-//! destroying or resetting the QP discards them, as rdmavt does for any driver.
+//! `do_send()` directly, or `schedule_send()` to have it run later (from a timer, or with
+//! `s_lock` held). rvt_loop runs `do_send()` from a work item, as hfi1 does, and the work
+//! item is set up, queued and cancelled as the QP's life requires. Every destination is on
+//! the same port: RC and UC requests go through rdmavt's `rvt_ruc_loopback()`, datagrams
+//! through [`crate::ud`]. Both complete every request, and flush the queue with
+//! `IB_WC_WR_FLUSH_ERR` when the QP is in the error state.
 
-use crate::{bindings, device, device::LoopDev};
+use crate::{bindings, bindings::ib_qp_type, device, device::LoopDev, rdmavt, ud};
 use core::ptr;
 use kernel::{
     container_of,
@@ -107,7 +106,9 @@ unsafe extern "C" fn send_work(work: *mut kernel::bindings::work_struct) {
     // SAFETY: The only work items running this function are `QpPriv::work` fields (type
     // invariant), and `priv_free()` cancels them before freeing, so the `QpPriv` is alive.
     let this = unsafe { &*container_of!(work, QpPriv, work) };
-    do_send(this.qp);
+    // SAFETY: `this.qp` is the QP whose `priv` this is (type invariant), alive until
+    // priv_free(), which waits for this function to return first.
+    unsafe { do_send(this.qp) };
 }
 
 /// Allocates the `QpPriv` of a new QP: `qp_priv_alloc`, called by rvt_create_qp() in process
@@ -169,8 +170,8 @@ pub(crate) unsafe extern "C" fn free_all_qps(rdi: *mut bindings::rvt_dev_info) -
 /// `stop_send_queue` has already stopped.
 pub(crate) extern "C" fn notify_qp_reset(_qp: *mut bindings::rvt_qp) {}
 
-/// `notify_restart_rc`: an RC retry restarts sending at `psn`. With no send engine yet
-/// (see the module documentation) there is nothing in flight to rewind.
+/// `notify_restart_rc`: an RC retry restarts sending at `psn`. `rvt_ruc_loopback()`
+/// completes each request before it takes the next, so nothing is in flight to rewind.
 pub(crate) extern "C" fn notify_restart_rc(_qp: *mut bindings::rvt_qp, _psn: u32, _wait: c_int) {}
 
 /// `notify_error_qp`: hfi1 takes the QP off its wait lists here; rvt_loop has none.
@@ -224,11 +225,33 @@ pub(crate) unsafe extern "C" fn schedule_send_no_lock(qp: *mut bindings::rvt_qp)
 }
 
 /// `do_send`: runs the send engine for the QP, from the send work item or directly from
-/// rvt_post_send(), possibly in atomic context.
+/// rvt_post_send(), possibly in atomic context, with none of the QP's locks held.
 ///
-/// Completes nothing yet: forwarding to `rvt_ruc_loopback()` comes with the QP issue (see the
-/// module documentation).
-pub(crate) extern "C" fn do_send(_qp: *mut bindings::rvt_qp) {}
+/// RC and UC go to rdmavt's `rvt_ruc_loopback()`, as hfi1 and qib send to a QP of their own
+/// port: it takes `s_lock` and `RVT_S_BUSY`, moves each request to the destination QP
+/// (`remote_qpn`), and completes it, or flushes the queue in the error state. rdmavt has
+/// no datagram loopback, so rvt_loop delivers UD, SMI and GSI requests itself ([`ud`]).
+///
+/// # Safety
+///
+/// `qp` is a live QP of ours.
+pub(crate) unsafe extern "C" fn do_send(qp: *mut bindings::rvt_qp) {
+    if !rdmavt::engine_ready() {
+        // An rdmavt without the exports has no QPs either (see [`rdmavt`]).
+        return;
+    }
+    // SAFETY: rdmavt passes a live QP; its type never changes.
+    let qpt = unsafe { (*qp).ibqp.qp_type };
+    if qpt == ib_qp_type::IB_QPT_RC || qpt == ib_qp_type::IB_QPT_UC {
+        // SAFETY: A live RC or UC QP, no locks held (rdmavt calls do_send() without them,
+        // and so does the work item), and the engine is ready.
+        unsafe { rdmavt::ruc_loopback(qp) };
+    } else {
+        // SAFETY: A live UD, SMI or GSI QP (rdmavt creates no other kinds for us), no locks
+        // held, and the engine is ready.
+        unsafe { ud::do_send(qp) };
+    }
+}
 
 /// The IB MTU enum's size in bytes, or `None` for a value that is not an IB MTU.
 fn mtu_bytes(mtu: bindings::ib_mtu) -> Option<u32> {

@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * C glue of rvt_loop.ko: the sysfs attributes of each port, which ib_sysfs.h's macros build
- * and which the shared bindings do not reach. Logic lives in Rust.
+ * and which the shared bindings do not reach, and the send engine's calls into rdmavt (weak,
+ * see below). Logic lives in Rust.
  */
 
 #include <linux/sysfs.h>
 #include <rdma/ib_sysfs.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/rdma_vt.h>
+#include <rdma/rdmavt_qp.h>
+#include <rdma/rdmavt_mr.h>
 
 #include "rvt_loop_glue.h"
 
@@ -32,3 +36,127 @@ const struct attribute_group *rvt_loop_port_groups[RVT_LOOP_PORT_GROUPS] = {
 	&rvt_loop_port_group,
 	NULL,
 };
+
+/*
+ * The send engine (qp.rs, ud.rs): rdmavt exports that only traffic needs, and thin wrappers
+ * of the static inline helpers of rdmavt_qp.h and rdmavt_mr.h around them.
+ *
+ * rdmavt-rs exports these once it has QPs. rvt_loop must load on it before that (its device
+ * tests run there), so the references are weak: on an rdmavt without them they are NULL and
+ * rvt_loop_engine_ready() says so. Without QPs, nothing calls the engine anyway. Every symbol
+ * is one of the C rdmavt's exports; when present, the module loader binds them as usual and
+ * pins the exporting module.
+ */
+#pragma weak ib_rvt_state_ops
+#pragma weak rvt_ruc_loopback
+#pragma weak rvt_get_rwqe
+#pragma weak rvt_copy_sge
+#pragma weak rvt_send_complete
+#pragma weak rvt_error_qp
+#pragma weak rvt_rc_error
+#pragma weak rvt_mcast_find
+
+bool rvt_loop_engine_ready(void)
+{
+	return ib_rvt_state_ops && rvt_ruc_loopback && rvt_get_rwqe && rvt_copy_sge &&
+	       rvt_send_complete && rvt_error_qp && rvt_rc_error && rvt_mcast_find;
+}
+
+u32 rvt_loop_state_ops(const struct rvt_qp *qp)
+{
+	return ib_rvt_state_ops[READ_ONCE(qp->state)];
+}
+
+void rvt_loop_ruc_loopback(struct rvt_qp *qp)
+{
+	rvt_ruc_loopback(qp);
+}
+
+struct rvt_swqe *rvt_loop_swqe(struct rvt_qp *qp, u32 n)
+{
+	return rvt_get_swqe_ptr(qp, n);
+}
+
+void rvt_loop_send_complete(struct rvt_qp *qp, struct rvt_swqe *wqe, enum ib_wc_status status)
+{
+	lockdep_assert_held(&qp->s_lock);
+	rvt_send_complete(qp, wqe, status);
+}
+
+struct rvt_qp *rvt_loop_lookup_qpn(struct rvt_qp *sqp, u32 qpn)
+{
+	struct rvt_dev_info *rdi = ib_to_rvt(sqp->ibqp.device);
+
+	return rvt_lookup_qpn(rdi, rdi->ports[sqp->port_num - 1], qpn);
+}
+
+struct rvt_mcast *rvt_loop_mcast_find(struct rvt_qp *sqp, union ib_gid *mgid, u16 mlid)
+{
+	struct rvt_dev_info *rdi = ib_to_rvt(sqp->ibqp.device);
+
+	return rvt_mcast_find(rdi->ports[sqp->port_num - 1], mgid, mlid);
+}
+
+/* Drops the reference rvt_mcast_find() took, as hfi1's receive path does. */
+void rvt_loop_mcast_put(struct rvt_mcast *mcast)
+{
+	if (atomic_dec_return(&mcast->refcount) <= 1)
+		wake_up(&mcast->wait);
+}
+
+int rvt_loop_get_rwqe(struct rvt_qp *qp)
+{
+	lockdep_assert_held(&qp->r_lock);
+	return rvt_get_rwqe(qp, false);
+}
+
+void rvt_loop_rc_error(struct rvt_qp *qp, enum ib_wc_status status)
+{
+	rvt_rc_error(qp, status);
+}
+
+void rvt_loop_recv_grh(struct rvt_qp *qp, const struct ib_grh *grh)
+{
+	if (grh)
+		rvt_copy_sge(qp, &qp->r_sge, (void *)grh, sizeof(*grh), true, false);
+	else
+		rvt_skip_sge(&qp->r_sge, sizeof(struct ib_grh), true);
+}
+
+/* Copies the payload of @swqe into @qp's receive buffer, and releases that buffer. */
+void rvt_loop_recv_payload(struct rvt_qp *qp, struct rvt_swqe *swqe)
+{
+	struct rvt_sge_state ssge = {
+		.sg_list = swqe->sg_list + 1,
+		.sge = swqe->sg_list[0],
+		.num_sge = swqe->wr.num_sge,
+	};
+	u32 length = swqe->length;
+
+	while (length) {
+		u32 len = rvt_get_sge_length(&ssge.sge, length);
+
+		WARN_ON_ONCE(len == 0);
+		rvt_copy_sge(qp, &qp->r_sge, ssge.sge.vaddr, len, true, false);
+		rvt_update_sge(&ssge, len, false);
+		length -= len;
+	}
+	rvt_put_ss(&qp->r_sge);
+}
+
+bool rvt_loop_take_wr_id(struct rvt_qp *qp)
+{
+	return test_and_clear_bit(RVT_R_WRID_VALID, &qp->r_aflags);
+}
+
+/*
+ * rvt_recv_cq(), except on a full CQ: the header's version then calls rvt_error_qp() with
+ * only r_lock held, though it asserts s_lock too (hfi1's ud_loopback() has that bug);
+ * rvt_rc_error() takes s_lock around it, in rdmavt's order, and raises LAST_WQE_REACHED.
+ */
+void rvt_loop_recv_cq(struct rvt_qp *qp, struct ib_wc *wc, bool solicited)
+{
+	lockdep_assert_held(&qp->r_lock);
+	if (unlikely(!rvt_cq_enter(ibcq_to_rvtcq(qp->ibqp.recv_cq), wc, solicited)))
+		rvt_rc_error(qp, IB_WC_LOC_QP_OP_ERR);
+}

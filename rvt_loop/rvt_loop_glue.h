@@ -10,6 +10,13 @@
 
 struct attribute_group;
 struct ib_device;
+struct ib_grh;
+struct ib_wc;
+struct rvt_mcast;
+struct rvt_qp;
+struct rvt_swqe;
+union ib_gid;
+enum ib_wc_status;
 
 /* The port attribute groups of every rvt_loop device (ib_device_ops.port_groups), NULL-ended. */
 #define RVT_LOOP_PORT_GROUPS 2
@@ -17,5 +24,24 @@ extern const struct attribute_group *rvt_loop_port_groups[RVT_LOOP_PORT_GROUPS];
 
 /* Rust (callbacks.rs): the unit number of the rvt_loop device @ibdev. */
 u32 rvt_loop_unit(const struct ib_device *ibdev);
+
+/*
+ * The send engine's calls into rdmavt (rvt_loop/rdmavt.rs declares them again). All but
+ * rvt_loop_engine_ready() need an rdmavt for which rvt_loop_engine_ready() is true.
+ */
+bool rvt_loop_engine_ready(void);
+u32 rvt_loop_state_ops(const struct rvt_qp *qp);
+void rvt_loop_ruc_loopback(struct rvt_qp *qp);
+struct rvt_swqe *rvt_loop_swqe(struct rvt_qp *qp, u32 n);
+void rvt_loop_send_complete(struct rvt_qp *qp, struct rvt_swqe *wqe, enum ib_wc_status status);
+struct rvt_qp *rvt_loop_lookup_qpn(struct rvt_qp *sqp, u32 qpn);
+struct rvt_mcast *rvt_loop_mcast_find(struct rvt_qp *sqp, union ib_gid *mgid, u16 mlid);
+void rvt_loop_mcast_put(struct rvt_mcast *mcast);
+int rvt_loop_get_rwqe(struct rvt_qp *qp);
+void rvt_loop_rc_error(struct rvt_qp *qp, enum ib_wc_status status);
+void rvt_loop_recv_grh(struct rvt_qp *qp, const struct ib_grh *grh);
+void rvt_loop_recv_payload(struct rvt_qp *qp, struct rvt_swqe *swqe);
+bool rvt_loop_take_wr_id(struct rvt_qp *qp);
+void rvt_loop_recv_cq(struct rvt_qp *qp, struct ib_wc *wc, bool solicited);
 
 #endif /* RVT_LOOP_GLUE_H */

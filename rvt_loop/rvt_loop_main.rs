@@ -18,7 +18,9 @@ mod bindings;
 mod callbacks;
 mod device;
 mod qp;
+mod rdmavt;
 mod tables;
+mod ud;
 
 use device::DeviceSet;
 use kernel::{

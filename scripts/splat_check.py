@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Splat detector: finds kernel error reports in a Linux guest's kernel log.
 
-  splat_check.py [FILE ...]        (no FILE, or "-": standard input)
+  splat_check.py [--known SIGS] [FILE ...]    (no FILE, or "-": standard input)
 
 A test boot must fail when the kernel reported a bug, even if every test passed: KASAN,
 lockdep, UBSAN, kmemleak, WARN, BUG, Oops, panic, refcount_t and list corruption, hung tasks,
@@ -14,6 +14,13 @@ RCU stalls and soft lockups. Each report found is printed to stdout as
 Exit status: 0 when no report was found, 1 when one was, 2 on a usage error or an unreadable
 file. Input is `dmesg` output, raw /dev/kmsg or `dmesg -r` records, journal lines or a serial
 console capture; the timestamp and level prefixes are stripped before matching.
+
+--known SIGS forgives the reports that match a signature in the file SIGS: each is noted on
+stderr as "known:" and does not count. A signature is a kind on a line of its own, followed by
+indented regular expressions that must match lines of the report (its header line and the
+lines after it, up to KNOWN_WINDOW), in that order. Lines starting with "#" are comments.
+Meant for bugs of the C rdmavt that the reference run cannot avoid (tests/splat-known-c),
+never for our code.
 
 Only the header lines that the kernel prints to open a report are matched, anchored at the
 start of the message, so boot banners ("KernelAddressSanitizer initialized", "kmemleak: Kernel
@@ -27,6 +34,8 @@ import sys
 from dataclasses import dataclass
 
 CONTEXT_LINES = 15
+# How far into a report a known signature may look: far enough for lockdep's lock names.
+KNOWN_WINDOW = 40
 
 # A report's header lines come close together ("cut here", then "WARNING: ..." two lines
 # later; "BUG: kernel NULL pointer dereference", then "Oops: ..." four lines later), and every
@@ -189,6 +198,43 @@ def format_report(report, messages):
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class Signature:
+    kind: str
+    regexes: tuple
+
+
+def read_known(path):
+    """The signatures of a --known file."""
+    sigs, kind, regexes = [], None, []
+    with open(path, encoding="utf-8") as f:
+        for number, raw in enumerate(f, 1):
+            line = raw.rstrip("\n")
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            if not line[0].isspace():
+                if kind:
+                    sigs.append(Signature(kind, tuple(regexes)))
+                kind, regexes = line.strip(), []
+            elif kind is None:
+                raise ValueError(f"{path}:{number}: a pattern before any kind")
+            else:
+                regexes.append(re.compile(line.strip()))
+    if kind:
+        sigs.append(Signature(kind, tuple(regexes)))
+    if any(not sig.regexes for sig in sigs):
+        raise ValueError(f"{path}: a signature without patterns would forgive every report")
+    return sigs
+
+
+def matches(sig, report, messages):
+    """Whether the report fits the signature: same kind, every pattern in order."""
+    if sig.kind != report.kind:
+        return False
+    lines = iter(messages[report.line:report.line + KNOWN_WINDOW])
+    return all(any(regex.search(line) for line in lines) for regex in sig.regexes)
+
+
 def read_messages(path):
     """The messages of a log file, or of standard input for "-"."""
     if path == "-":
@@ -205,6 +251,8 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(
         description="Report KASAN, lockdep, UBSAN, kmemleak, WARN, BUG, Oops, panic and other "
                     "kernel error reports found in kernel logs. Exit status 1 when any is found.")
+    parser.add_argument("--known", metavar="SIGS",
+                        help="file of known report signatures, which do not count")
     parser.add_argument("files", metavar="FILE", nargs="*", default=["-"],
                         help='kernel log (dmesg output); "-" or none for standard input')
     return parser.parse_args(argv)
@@ -213,6 +261,11 @@ def parse_args(argv):
 def main(argv):
     args = parse_args(argv)
     found = unreadable = 0
+    try:
+        known = read_known(args.known) if args.known else []
+    except (OSError, ValueError, re.error) as e:
+        print(f"splat_check: --known: {e}", file=sys.stderr)
+        return 2
     for path in args.files:
         name = "<stdin>" if path == "-" else path
         try:
@@ -222,7 +275,13 @@ def main(argv):
             print(f"splat_check: {name}: {e.strerror}", file=sys.stderr)
             unreadable += 1
             continue
-        reports = find_reports(messages)
+        reports = []
+        for report in find_reports(messages):
+            if any(matches(sig, report, messages) for sig in known):
+                header = messages[report.line].strip()
+                print(f"splat_check: {name}: known: {report.kind}: {header}", file=sys.stderr)
+            else:
+                reports.append(report)
         for report in reports:
             print(format_report(report, messages))
         if reports:

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # rdma-core's own verbs tests (python3-pyverbs) against rvt_loop0: the device, PD, MR and CQ
-# suites, CQ resize included. The raw unittest log goes to $RDMAVT_RS_OUT/pyverbs.log, where
+# suites, CQ resize included, and those that need QPs and traffic through rvt_loop's send
+# engine: QPs, CQ events, atomics, AHs, shared PDs. The raw unittest log goes to $RDMAVT_RS_OUT/pyverbs.log, where
 # the host compares the rdmavt-rs run with the C rdmavt run test by test.
 #
 # tests/pyverbs-known-gaps lists what does not work yet, on rdmavt-rs or on both modules; those
@@ -11,7 +12,8 @@ set -u
 tests=$(cd "$(dirname "$0")/.." && pwd)
 . "$tests/lib/ktap.sh"
 
-suites=(test_device test_pd test_mr test_cq)
+suites=(test_device test_pd test_mr test_cq test_qp test_cq_events test_atomic test_addr
+	test_shared_pd)
 src=/usr/share/doc/rdma-core/tests
 work=$(mktemp -d)
 log=${RDMAVT_RS_OUT:-$work}/pyverbs.log

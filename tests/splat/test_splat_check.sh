@@ -94,7 +94,7 @@ report_format() {
 }
 
 ktap_header
-ktap_plan $((2 * ${#cases[@]} + 6))
+ktap_plan $((2 * ${#cases[@]} + 9))
 
 for line in "${cases[@]}"; do
 	read -r file kind count <<<"$line"
@@ -116,6 +116,17 @@ if [ "$rc" = 2 ]; then ktap_pass "- exit status 2 on a usage error"; else
 run "$check" "$clean_log" "$tmp/no-such-file.log"
 if [ "$rc" = 2 ]; then ktap_pass "- exit status 2 on a missing file"; else
 	echo "# exit status $rc"; ktap_fail "- exit status 2 on a missing file"; fi
+
+# The C run's known reports (tests/splat-known-c): that one is forgiven, no other.
+known=$repo/tests/splat-known-c
+run "$check" --known "$known" "$samples/lockdep-c-loopback.log"
+point "- --known forgives the C rdmavt's loopback lock inversion" clean
+run "$check" --known "$known" "$samples/lockdep-circular.log"
+point "- --known still reports another circular locking dependency" lockdep 1
+splice "$samples/kasan-slab-uaf.log" >"$tmp/spliced.log"
+cat "$samples/lockdep-c-loopback.log" >>"$tmp/spliced.log"
+run "$check" --known "$known" "$tmp/spliced.log"
+point "- --known still reports the other reports of a log" kasan 1
 
 ktap_check "- a report is its header line and 15 indented lines of context" report_format
 ktap_check "- every sample has an expectation" every_sample_expected

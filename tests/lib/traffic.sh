@@ -1,0 +1,77 @@
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Traffic tests over rvt_loop0: a server and a client of an rdma-core or perftest program,
+# both in this guest, meeting over TCP on 127.0.0.1 and then talking through rvt_loop's send
+# engine. Sourced after ktap.sh, never run.
+#
+# Each test point passes when both sides exit 0. On rdmavt-rs, while it cannot create QPs,
+# the programs fail to create one; such a point is a SKIP that says so, neither a pass nor a
+# failure, and the same test passes unchanged once rdmavt-rs has QPs. On the C rdmavt every
+# failure is a failure.
+
+TRAFFIC_DEV=rvt_loop0
+# Each pair gets its own TCP port, so that a server still in TIME_WAIT never blocks the next.
+TRAFFIC_PORT=18600
+# No test judges time, but a broken engine must not hang the run: a side that has not
+# finished by then has failed.
+TRAFFIC_TIMEOUT=180
+# Why the whole file is skipped (rvt_loop does not load); empty when it runs.
+TRAFFIC_SKIP=
+
+# What the programs print when ibv_create_qp() fails: ibv_*_pingpong "Couldn't create QP",
+# perftest "Couldn't create QP" / "Unable to create QP"; ibv_srq_pingpong "Couldn't create SRQ".
+TRAFFIC_NO_QP='(Couldn.t|Unable to|Failed to) create (the )?(QP|SRQ)'
+
+# Loads rvt_loop unless it is loaded. On failure all points are skipped on rdmavt-rs (which
+# may not serve rvt_loop yet) and failed on the C rdmavt.
+traffic_setup() {
+	local err
+	[ -d /sys/module/rvt_loop ] && return
+	if ! err=$(insmod "$RDMAVT_RS_REPO/rvt_loop.ko" 2>&1); then
+		ktap_msg "insmod rvt_loop: $err"
+		TRAFFIC_SKIP="rvt_loop does not load on this rdmavt: $err"
+		[ "$RDMAVT_RS_RDMAVT" = rs ]
+		return
+	fi
+	trap 'rmmod rvt_loop 2>/dev/null' EXIT
+}
+
+# Whether something listens on TCP port $1 on this host.
+traffic_listening() { ss -Hltn "sport = :$1" | grep -q .; }
+
+# traffic_pair NAME SERVER_CMD... -- CLIENT_ARGS...: one test point. Runs SERVER_CMD with
+# "-p PORT" added, waits until it listens, then runs the same program with CLIENT_ARGS,
+# "-p PORT" and 127.0.0.1. Both outputs are shown when the point does not pass.
+traffic_pair() {
+	local name=$1
+	shift
+	local server=() client=() port=$((TRAFFIC_PORT++)) out spid src=0 crc=0
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do server+=("$1"); shift; done
+	shift
+	client=("${server[0]}" "$@")
+	if [ -n "$TRAFFIC_SKIP" ]; then
+		ktap_skip "$name" "$TRAFFIC_SKIP"
+		return
+	fi
+	out=$(mktemp -d)
+	timeout "$TRAFFIC_TIMEOUT" "${server[@]}" -p "$port" >"$out/server" 2>&1 &
+	spid=$!
+	# The server listens once its verbs objects exist; it may also fail before that.
+	while kill -0 "$spid" 2>/dev/null && ! traffic_listening "$port"; do
+		sleep 0.2
+	done
+	timeout "$TRAFFIC_TIMEOUT" "${client[@]}" -p "$port" 127.0.0.1 >"$out/client" 2>&1 || crc=$?
+	wait "$spid" || src=$?
+	if [ "$src" = 0 ] && [ "$crc" = 0 ]; then
+		ktap_pass "$name"
+	elif [ "$RDMAVT_RS_RDMAVT" = rs ] && grep -Eq "$TRAFFIC_NO_QP" "$out/server" "$out/client"; then
+		ktap_skip "$name" "rdmavt-rs cannot create QPs (or SRQs) yet"
+	else
+		ktap_msg "server (exit $src): ${server[*]} -p $port"
+		sed 's/^/#   /' "$out/server" | tail -20
+		ktap_msg "client (exit $crc): ${client[*]} -p $port 127.0.0.1"
+		sed 's/^/#   /' "$out/client" | tail -20
+		ktap_fail "$name"
+	fi
+	rm -rf "$out"
+}
