@@ -9,6 +9,11 @@
 #   make check        every test: host-side tests, then KUnit and kselftests in the VM, on
 #                     rdmavt-rs and on the in-tree C rdmavt
 #   make clean
+#   make modules_install    install rdmavt.ko and rvt_loop.ko into <modules dir>/<release>/updates
+#                     and run depmod, so that modprobe picks rdmavt-rs; honours KDIR and
+#                     INSTALL_MOD_PATH. Without KDIR: the cached test kernel's modules dir,
+#                     the one the test VM's modprobe uses (scripts/modules.sh)
+#   make modules_uninstall  remove them again and rerun depmod: the in-tree rdmavt is back
 #
 # A user's own Rust-enabled kernel: make KDIR=/lib/modules/$(uname -r)/build
 
@@ -33,7 +38,7 @@ endif
 KMAKE = $(MAKE) -C "$$kdir" M=$(REPO) LLVM=$(LLVM) RUSTC=$(RUSTC) BINDGEN=$(BINDGEN) \
 	CLIPPY_DRIVER=$(CLIPPY_DRIVER) LIBCLANG_PATH=/usr/lib/llvm$(LLVM)/lib
 
-.PHONY: all modules clippy run check clean setup
+.PHONY: all modules clippy run check clean setup modules_install modules_uninstall
 
 all: modules
 
@@ -54,6 +59,10 @@ run: modules
 
 check: modules
 	@bash $(REPO)/tests/check.sh
+
+# Only installs, as kbuild's modules_install does: build first.
+modules_install modules_uninstall:
+	@KDIR=$(KDIR) INSTALL_MOD_PATH=$(INSTALL_MOD_PATH) bash $(SCRIPTS)/modules.sh $(@:modules_%=%)
 
 clean:
 	@kdir=$$(readlink -f $(CACHE_ROOT)/kernel/current); \
