@@ -9,6 +9,17 @@ mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 
 modprobe ib_core
 modprobe ib_uverbs
+# `make modules_install` without KDIR installs rdmavt-rs where this modprobe looks; then the
+# in-tree C rdmavt, the reference every test compares with, could not be loaded by name. With
+# `none` that is what the user asked for (modprobe hfi1 on the installed rdmavt-rs).
+if [ "$RDMAVT_RS_RDMAVT" != none ]; then
+	case "$(modinfo -n rdmavt 2>/dev/null)" in
+	*/updates/*)
+		echo "rdmavt-rs is installed in the test kernel's modules dir:" \
+			"make modules_uninstall, or use --rdmavt none" >&2
+		exit 1 ;;
+	esac
+fi
 case "$RDMAVT_RS_RDMAVT" in
 rs) insmod "$RDMAVT_RS_REPO/rdmavt.ko" ;;
 c) modprobe rdmavt ;;
