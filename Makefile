@@ -10,6 +10,11 @@
 #                     rdmavt-rs and on the in-tree C rdmavt
 #   make test-progs   the C test programs (tests/progs/) into .test-bin/
 #   make clean
+#   make modules_install    install rdmavt.ko and rvt_loop.ko into <modules dir>/<release>/updates
+#                     and run depmod, so that modprobe picks rdmavt-rs; honours KDIR and
+#                     INSTALL_MOD_PATH. Without KDIR: the cached test kernel's modules dir,
+#                     the one the test VM's modprobe uses (scripts/modules.sh)
+#   make modules_uninstall  remove them again and rerun depmod: the in-tree rdmavt is back
 #
 # A user's own Rust-enabled kernel: make KDIR=/lib/modules/$(uname -r)/build
 
@@ -34,7 +39,7 @@ endif
 KMAKE = $(MAKE) -C "$$kdir" M=$(REPO) LLVM=$(LLVM) RUSTC=$(RUSTC) BINDGEN=$(BINDGEN) \
 	CLIPPY_DRIVER=$(CLIPPY_DRIVER) LIBCLANG_PATH=/usr/lib/llvm$(LLVM)/lib
 
-.PHONY: all modules clippy run check clean setup test-progs
+.PHONY: all modules clippy run check clean setup test-progs modules_install modules_uninstall
 
 all: modules
 
@@ -59,6 +64,10 @@ check: modules test-progs
 
 test-progs: setup
 	@$(MAKE) -s -C $(REPO)/tests/progs OUT=$(REPO)/.test-bin
+
+# Only installs, as kbuild's modules_install does: build first.
+modules_install modules_uninstall:
+	@KDIR=$(KDIR) INSTALL_MOD_PATH=$(INSTALL_MOD_PATH) bash $(SCRIPTS)/modules.sh $(@:modules_%=%)
 
 clean:
 	@kdir=$$(readlink -f $(CACHE_ROOT)/kernel/current); \

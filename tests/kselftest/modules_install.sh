@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# `make modules_install` puts rdmavt-rs where the guest's modprobe looks, so that modprobe (for
+# rdmavt itself and for hfi1, which depends on it) picks ours over the in-tree C rdmavt; `make
+# modules_uninstall` brings the C rdmavt back. Runs on both rdmavt variants.
+#
+# The guest's /lib/modules/$(uname -r) is a link to the cached test kernel's modules dir on the
+# host (<build>/.virtme_mods/lib/modules/0.0.0), which the guest sees read-only over 9p and
+# which every other VM run uses too. The test mounts a tmpfs-backed overlay over that dir first,
+# inside the guest only: the install and both depmod runs write into the overlay, and nothing
+# on the host changes. Leaves the system as it found it: the overlay gone, the variant's
+# rdmavt loaded, rvt_loop unloaded.
+#
+# RDMAVT_RS_LOAD_HFI1=1 also loads hfi1 on the installed rdmavt-rs. It is opt-in: with no
+# Omni-Path card hfi1 only registers its PCI driver, which is not worth a test point of its own,
+# and on rdmavt-rs it cannot load until every rvt_* symbol it imports is exported (see the
+# hfi1_imports test), while on the C rdmavt the 7.3.4 hfi1 may WARN from its trace events at
+# load, which would fail the whole VM run for a report that is not about rdmavt at all.
+set -u
+. "$(dirname "$0")/../lib/ktap.sh"
+
+kver=$(uname -r)
+moddir=/lib/modules/$kver
+real=$(readlink -f "$moddir")
+scratch=$(mktemp -d)
+ours_desc="(Rust)"
+
+loaded() { [ -d "/sys/module/$1" ]; }
+unload() { ! loaded "$1" || rmmod "$1"; }
+
+# An overlay over the modules dir, mounted on the real path so that its relative links to
+# the build's modules keep resolving.
+overlay_modules_dir() {
+	mount -t tmpfs rdmavt-rs-modules "$scratch" || return 1
+	mkdir "$scratch/upper" "$scratch/work"
+	mount -t overlay rdmavt-rs-modules \
+		-o "lowerdir=$real,upperdir=$scratch/upper,workdir=$scratch/work" "$real"
+}
+
+cleanup() {
+	unload rvt_loop
+	unload hfi1
+	unload rdmavt
+	# Lazily: systemd-udevd keeps the modules.*.bin indexes it read while loading modules
+	# mapped until it next checks them, so the overlay is still busy for a while.
+	! mountpoint -q "$real" || umount -l "$real"
+	! mountpoint -q "$scratch" || umount -l "$scratch"
+	rmdir "$scratch"
+	case "$RDMAVT_RS_RDMAVT" in
+	rs) insmod "$RDMAVT_RS_REPO/rdmavt.ko" ;;
+	c) modprobe rdmavt ;;
+	esac
+}
+
+# The default target of the Makefile: the cached test kernel, whose modules dir is this one.
+install() {
+	make -s -C "$RDMAVT_RS_REPO" modules_install || return 1
+	local m
+	for m in rdmavt rvt_loop; do
+		[ -f "$real/updates/$m.ko" ] || { echo "no $real/updates/$m.ko"; return 1; }
+	done
+}
+
+uninstall() {
+	make -s -C "$RDMAVT_RS_REPO" modules_uninstall || return 1
+	[ ! -e "$real/updates" ] || { ls -l "$real/updates"; return 1; }
+}
+
+# What modinfo finds for rdmavt by name, through modules.dep, is rdmavt-rs.
+modinfo_is_ours() {
+	local path desc
+	path=$(modinfo -n rdmavt) || return 1
+	desc=$(modinfo -F description rdmavt)
+	echo "rdmavt: $path: $desc"
+	[ "$path" = "$moddir/updates/rdmavt.ko" ] && [[ $desc == *"$ours_desc"* ]] &&
+		[ -z "$(modinfo -F intree rdmavt)" ]
+}
+
+modinfo_is_in_tree() {
+	local path desc
+	path=$(modinfo -n rdmavt) || return 1
+	desc=$(modinfo -F description rdmavt)
+	echo "rdmavt: $path: $desc"
+	[ "$path" = "$moddir/kernel/drivers/infiniband/sw/rdmavt/rdmavt.ko" ] &&
+		[[ $desc != *"$ours_desc"* ]] && [ "$(modinfo -F intree rdmavt)" = Y ] || return 1
+	# rvt_loop has no in-tree counterpart: after the uninstall it is gone.
+	! modinfo -n rvt_loop 2>/dev/null
+}
+
+# modprobe resolves hfi1's dependency on rdmavt to ours (without loading anything).
+hfi1_depends_on_ours() {
+	local deps
+	deps=$(modprobe --show-depends hfi1) || return 1
+	echo "$deps"
+	grep -qx "insmod $moddir/updates/rdmavt.ko *" <<<"$deps"
+}
+
+# Only an out-of-tree module taints the kernel with O: the loaded rdmavt is ours exactly
+# when /sys/module/rdmavt/taint says so.
+loaded_rdmavt_is_ours() { grep -q O /sys/module/rdmavt/taint; }
+
+modprobe_loads_ours() {
+	unload rdmavt || return 1
+	modprobe rdmavt || return 1
+	loaded_rdmavt_is_ours || { echo "taint: $(cat /sys/module/rdmavt/taint)"; return 1; }
+	modprobe rvt_loop || return 1
+	loaded rvt_loop || { echo "modprobe rvt_loop left no module"; return 1; }
+	modprobe -r rvt_loop rdmavt
+}
+
+modprobe_loads_in_tree() {
+	unload rdmavt || return 1
+	modprobe rdmavt || return 1
+	! loaded_rdmavt_is_ours || { echo "taint: $(cat /sys/module/rdmavt/taint)"; return 1; }
+	modprobe -r rdmavt
+}
+
+hfi1_loads_on_ours() {
+	unload rdmavt || return 1
+	modprobe hfi1 || return 1
+	loaded_rdmavt_is_ours || { echo "taint: $(cat /sys/module/rdmavt/taint)"; return 1; }
+	modprobe -r hfi1 rdmavt
+}
+
+have_hfi1() { modinfo -n hfi1 >/dev/null 2>&1; }
+
+# The rvt_* symbols hfi1 imports that rdmavt-rs does not export yet (hfi1_imports lists them).
+hfi1_missing_imports() {
+	comm -23 <(llvm-nm-19 -u "$(modinfo -n hfi1)" | awk '$2 ~ /^(rvt_|ib_rvt_)/ { print $2 }' |
+		sort -u) <(awk '{ print $2 }' "$RDMAVT_RS_REPO/Module.symvers" | sort -u)
+}
+
+ktap_header
+ktap_plan 8
+trap cleanup EXIT
+if ! out=$(overlay_modules_dir 2>&1); then
+	printf '%s\n' "$out" | sed 's/^/# /'
+	ktap_msg "cannot overlay $real: not installing into the shared modules dir"
+	exit 1
+fi
+ktap_check "make modules_install installs into $moddir/updates" install
+ktap_check "modinfo rdmavt shows rdmavt-rs" modinfo_is_ours
+if have_hfi1; then
+	ktap_check "modprobe resolves hfi1's rdmavt to rdmavt-rs" hfi1_depends_on_ours
+else
+	ktap_skip "modprobe resolves hfi1's rdmavt to rdmavt-rs" "no hfi1.ko in this build"
+fi
+ktap_check "modprobe rdmavt and rvt_loop load rdmavt-rs" modprobe_loads_ours
+if [ "${RDMAVT_RS_LOAD_HFI1:-0}" != 1 ]; then
+	ktap_skip "hfi1 loads on rdmavt-rs" "opt-in: RDMAVT_RS_LOAD_HFI1=1"
+elif ! have_hfi1; then
+	ktap_skip "hfi1 loads on rdmavt-rs" "no hfi1.ko in this build"
+elif [ -n "$(hfi1_missing_imports)" ]; then
+	ktap_todo "hfi1 loads on rdmavt-rs" \
+		"$(hfi1_missing_imports | wc -l) rvt_* symbols hfi1 imports are not exported yet"
+else
+	ktap_check "hfi1 loads on rdmavt-rs" hfi1_loads_on_ours
+fi
+ktap_check "make modules_uninstall removes them" uninstall
+ktap_check "modinfo rdmavt shows the in-tree rdmavt again" modinfo_is_in_tree
+ktap_check "modprobe rdmavt loads the in-tree rdmavt again" modprobe_loads_in_tree
+ktap_finish
