@@ -209,10 +209,8 @@ mod suite {
         }
         let tmp = TestRq::new(8, 2, true);
         // SAFETY: `tmp` is private, with the same `max_sge`.
-        assert_eq!(
-            unsafe { q.rq().both().copy_queued(&*tmp.0) },
-            Err(CopyError::Corrupt)
-        );
+        let copied = unsafe { q.rq().both().copy_queued(&*tmp.0) };
+        assert_eq!(copied, Err(CopyError::Corrupt));
     }
 
     #[test]
@@ -228,10 +226,8 @@ mod suite {
         }
         let small = TestRq::new(3, 2, false);
         // SAFETY: `small` is private, with the same `max_sge`.
-        assert_eq!(
-            unsafe { q.rq().both().copy_queued(&*small.0) },
-            Err(CopyError::TooSmall)
-        );
+        let copied = unsafe { q.rq().both().copy_queued(&*small.0) };
+        assert_eq!(copied, Err(CopyError::TooSmall));
         let tmp = TestRq::new(8, 2, false);
         {
             let mut both = q.rq().both();

@@ -65,11 +65,11 @@ fn check_request(dev: &Device, ibqp: *mut bindings::ib_qp, init: &bindings::ib_q
     if init.create_flags & !netdev_use != 0 {
         return Err(EOPNOTSUPP);
     }
-    if cap.max_send_sge > props.max_send_sge || cap.max_send_wr > props.max_qp_wr as u32 {
+    if cap.max_send_sge > props.max_send_sge || cap.max_send_wr > props.max_qp_wr {
         return Err(EINVAL);
     }
     if init.srq.is_null() {
-        if cap.max_recv_sge > props.max_recv_sge || cap.max_recv_wr > props.max_qp_wr as u32 {
+        if cap.max_recv_sge > props.max_recv_sge || cap.max_recv_wr > props.max_qp_wr {
             return Err(EINVAL);
         }
         // Widened so that four u32 limits cannot wrap to zero.
@@ -84,7 +84,7 @@ fn check_request(dev: &Device, ibqp: *mut bindings::ib_qp, init: &bindings::ib_q
     match init.qp_type {
         QPT_SMI | QPT_GSI => {
             // SAFETY: `ibqp->device` is our registered device.
-            let ports = u32::from(unsafe { (*(*ibqp).device).phys_port_cnt });
+            let ports = unsafe { (*(*ibqp).device).phys_port_cnt };
             if init.port_num == 0 || init.port_num > ports {
                 return Err(EINVAL);
             }
@@ -99,7 +99,7 @@ fn check_request(dev: &Device, ibqp: *mut bindings::ib_qp, init: &bindings::ib_q
         // SAFETY: ib_core passes a live SRQ of this device; `rq.max_sge` is fixed for it.
         u32::from(unsafe { (*init.srq.cast::<bindings::rvt_srq>()).rq.max_sge })
     };
-    let sq_slots = cap.max_send_wr + 1 + dev.dparms().reserved_operations as u32;
+    let sq_slots = cap.max_send_wr + 1 + u32::from(dev.dparms().reserved_operations);
     Ok(Shape {
         sq_slots,
         extra_rsges: rq_sges.saturating_sub(1) as usize,
@@ -182,7 +182,7 @@ impl Qp {
         let slot = size_of::<bindings::rvt_swqe>() + init.cap.max_send_sge as usize * size_of::<bindings::rvt_sge>();
         let sq_bytes = slot.checked_mul(shape.sq_slots as usize).ok_or(ENOMEM)?;
         // SAFETY: a plain allocation.
-        let swq = unsafe { bindings::rdmavt_rs_vzalloc_node(sq_bytes as _, node) };
+        let swq = unsafe { bindings::rdmavt_rs_vzalloc_node(sq_bytes, node) };
         if swq.is_null() {
             return Err(ENOMEM);
         }
@@ -393,37 +393,48 @@ impl Qp {
     }
 }
 
-/// Counts a new QP against the driver's `max_qp` (-ENOMEM at the limit, as C), and keeps the
-/// RC retry timers' `busy_jiffies` scaled to the number of RC QPs.
-fn count_new(dev: &Device, qp_type: bindings::ib_qp_type) -> Result {
+/// The device's QP counts, borrowed under `n_qps_lock`.
+struct QpCounts<'a> {
+    allocated: &'a mut u32,
+    rc: &'a mut u32,
+}
+
+/// Runs `f` on the device's QP counts with `n_qps_lock` held, then keeps the RC retry timers'
+/// `busy_jiffies` scaled to the number of RC QPs (unchanged unless `f` changed that number).
+fn with_qp_counts<R>(dev: &Device, f: impl FnOnce(QpCounts<'_>) -> R) -> R {
     let rdi = dev.as_raw();
     // SAFETY: `n_qps_lock` is initialised at registration and protects the counts.
     let _guard = unsafe { crate::lock::lock_raw::<kernel::sync::lock::spinlock::SpinLockBackend>(&raw mut (*rdi).n_qps_lock) };
-    // SAFETY: protected by `n_qps_lock`, held.
+    // SAFETY: the counts and `busy_jiffies` are protected by `n_qps_lock`, held; the borrows
+    // end before it is released.
     unsafe {
-        if (*rdi).n_qps_allocated == dev.dparms().props.max_qp as u32 {
+        let r = f(QpCounts { allocated: &mut (*rdi).n_qps_allocated, rc: &mut (*rdi).n_rc_qps });
+        (*rdi).busy_jiffies = (*rdi).n_rc_qps / RC_QP_SCALING_INTERVAL;
+        r
+    }
+}
+
+/// Counts a new QP against the driver's `max_qp` (-ENOMEM at the limit, as C).
+fn count_new(dev: &Device, qp_type: bindings::ib_qp_type) -> Result {
+    let max = dev.dparms().props.max_qp;
+    with_qp_counts(dev, |n| {
+        if *n.allocated == max {
             return Err(ENOMEM);
         }
-        (*rdi).n_qps_allocated += 1;
+        *n.allocated += 1;
         if qp_type == QPT_RC {
-            (*rdi).n_rc_qps += 1;
-            (*rdi).busy_jiffies = ((*rdi).n_rc_qps / RC_QP_SCALING_INTERVAL) as _;
+            *n.rc += 1;
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// Uncounts a destroyed QP: the reverse of [`count_new`].
 pub(super) fn count_gone(dev: &Device, qp_type: bindings::ib_qp_type) {
-    let rdi = dev.as_raw();
-    // SAFETY: `n_qps_lock` is initialised at registration and protects the counts.
-    let _guard = unsafe { crate::lock::lock_raw::<kernel::sync::lock::spinlock::SpinLockBackend>(&raw mut (*rdi).n_qps_lock) };
-    // SAFETY: protected by `n_qps_lock`, held.
-    unsafe {
-        (*rdi).n_qps_allocated -= 1;
+    with_qp_counts(dev, |n| {
+        *n.allocated -= 1;
         if qp_type == QPT_RC {
-            (*rdi).n_rc_qps -= 1;
-            (*rdi).busy_jiffies = ((*rdi).n_rc_qps / RC_QP_SCALING_INTERVAL) as _;
+            *n.rc -= 1;
         }
-    }
+    })
 }

@@ -65,7 +65,7 @@ impl Qp {
             attr.qp_state = bindings::ib_qp_state(u32::from((*qp).state));
             attr.cur_qp_state = attr.qp_state;
             attr.path_mtu = match dev.driver().mtu_to_path_mtu {
-                Some(f) => f(u32::from((*qp).pmtu)) as _,
+                Some(f) => f(u32::from((*qp).pmtu)) as u32,
                 None => 0,
             };
             attr.path_mig_state = u32::from((*qp).s_mig_state);
@@ -74,7 +74,7 @@ impl Qp {
             attr.sq_psn = (*qp).s_next_psn & parms.psn_mask as u32;
             attr.dest_qp_num = (*qp).remote_qpn;
             attr.qp_access_flags = c_int::from((*qp).qp_access_flags);
-            attr.cap.max_send_wr = (*qp).s_size - 1 - parms.reserved_operations as u32;
+            attr.cap.max_send_wr = (*qp).s_size - 1 - u32::from(parms.reserved_operations);
             attr.cap.max_recv_wr = if (*ibqp).srq.is_null() { (*qp).r_rq.size - 1 } else { 0 };
             attr.cap.max_send_sge = u32::from((*qp).s_max_sge);
             attr.cap.max_recv_sge = u32::from((*qp).r_rq.max_sge);
@@ -92,7 +92,7 @@ impl Qp {
             attr.timeout = (*qp).timeout;
             attr.retry_cnt = (*qp).s_retry_cnt;
             attr.rnr_retry = (*qp).s_rnr_retry_cnt;
-            attr.alt_port_num = u32::from((*qp).alt_ah_attr.port_num);
+            attr.alt_port_num = (*qp).alt_ah_attr.port_num;
             attr.alt_timeout = (*qp).alt_timeout;
 
             init.event_handler = (*ibqp).event_handler;

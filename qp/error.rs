@@ -75,7 +75,7 @@ impl Qp {
         // `r_lock`, which the caller of `error` holds. All-zero is a valid `ib_wc` (C
         // integers, enums whose zero is IB_WC_SUCCESS/IB_WC_SEND, and null pointers).
         unsafe {
-            let valid = bindings::RVT_R_WRID_VALID as _;
+            let valid = bindings::RVT_R_WRID_VALID as usize;
             if bindings::rdmavt_rs_test_and_clear_bit(valid, (&raw mut (*qp).r_aflags).cast()) == 0 {
                 return;
             }

@@ -117,12 +117,6 @@ impl Qp {
         unsafe { (*self.ibqp()).qp_type }
     }
 
-    /// Whether the QP was created by user space (its rings are mmap'ed, so hostile).
-    pub(crate) fn is_user(&self) -> bool {
-        // SAFETY: `ip` (the RQ's mmap info) and `ibqp.srq` are written once, at creation.
-        unsafe { !(*self.as_raw()).ip.is_null() && (*self.ibqp()).srq.is_null() }
-    }
-
     /// Takes a reference that keeps the QP from being freed: `rvt_get_qp()`.
     pub(crate) fn get(&self) {
         // SAFETY: `refcount` is an atomic_t of a live QP.
@@ -237,11 +231,6 @@ pub(crate) struct SendGuard<'a>(QpGuard<'a>);
 macro_rules! guard_common {
     ($($guard:ident),*) => {$(
         impl<'a> $guard<'a> {
-            /// The QP whose lock this is.
-            pub(crate) fn qp(&self) -> &'a Qp {
-                self.0.qp
-            }
-
             /// The raw QP, for reading and writing the fields this lock protects.
             pub(crate) fn raw(&self) -> *mut bindings::rvt_qp {
                 self.0.qp.as_raw()
@@ -250,6 +239,20 @@ macro_rules! guard_common {
     )*};
 }
 guard_common!(RecvGuard, PostGuard, SendGuard);
+
+// The QP behind a guard, for the paths that hold one lock and call on into the QP (the
+// loopback's requester and responder, the timers); nothing needs it from `PostGuard` yet.
+macro_rules! guard_qp {
+    ($($guard:ident),*) => {$(
+        impl<'a> $guard<'a> {
+            /// The QP whose lock this is.
+            pub(crate) fn qp(&self) -> &'a Qp {
+                self.0.qp
+            }
+        }
+    )*};
+}
+guard_qp!(RecvGuard, SendGuard);
 
 impl SendGuard<'_> {
     /// The QP's state (`IB_QPS_*`). Written only with both `r_lock` and `s_lock` held, so

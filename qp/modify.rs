@@ -198,7 +198,7 @@ impl Qp {
     fn bad_port(&self, dev: &Device, port_num: u32) -> bool {
         let t = self.qp_type();
         // SAFETY: `phys_port_cnt` of a registered device is fixed.
-        let ports = u32::from(unsafe { (*dev.ibdev()).phys_port_cnt });
+        let ports = unsafe { (*dev.ibdev()).phys_port_cnt };
         t == bindings::ib_qp_type::IB_QPT_SMI || t == bindings::ib_qp_type::IB_QPT_GSI || port_num == 0 || port_num > ports
     }
 

@@ -181,7 +181,7 @@ unsafe fn init_qpn_table(dev: &Device, qpt: *mut bindings::rvt_qpn_table) -> Res
     // C counts the pages below the reserved range, then one more for each page the range
     // fills to its end: the scan in `alloc_qpn` starts beyond them.
     // SAFETY: the caller owns `qpt`.
-    unsafe { (*qpt).nmaps = ((p.qpn_res_end as u32 + 1) / BITS_PER_PAGE) as _ };
+    unsafe { (*qpt).nmaps = (p.qpn_res_end as u32 + 1) / BITS_PER_PAGE };
     Ok(())
 }
 

@@ -146,8 +146,8 @@ impl Qp {
         // SAFETY: with `s_lock` held (and `r_lock`, which every caller holds too), nothing
         // else changes the SGE states, the send queue's tail or the ack queue.
         unsafe {
-            let rewind = bindings::RVT_R_REWIND_SGE as u64;
-            if bindings::rdmavt_rs_test_and_clear_bit(rewind as _, (&raw mut (*qp).r_aflags).cast()) != 0 {
+            let rewind = bindings::RVT_R_REWIND_SGE as usize;
+            if bindings::rdmavt_rs_test_and_clear_bit(rewind, (&raw mut (*qp).r_aflags).cast()) != 0 {
                 bindings::rdmavt_rs_rvt_put_ss(&raw mut (*qp).s_rdma_read_sge);
             }
             bindings::rdmavt_rs_rvt_put_ss(&raw mut (*qp).r_sge);

@@ -149,6 +149,10 @@ unsafe fn locked<'a>(qp: *mut bindings::rvt_qp) -> (&'a Qp, core::mem::ManuallyD
 /// The retry timer's callback: no ACK came in time. If the timer is still meant to be armed,
 /// counts the timeout, tells the driver to restart from the last unacknowledged PSN and
 /// schedules the send engine.
+///
+/// # Safety
+///
+/// Called by the timer core only, with `t` the `s_timer` of a live QP.
 unsafe extern "C" fn rc_timeout(t: *mut bindings::timer_list) {
     // SAFETY: this timer is the `s_timer` of a QP (set up by `init`), and destroy waits for
     // the callback (`rvt_del_timers_sync`) before the QP goes away.
