@@ -236,19 +236,15 @@ pub(crate) unsafe extern "C" fn schedule_send_no_lock(qp: *mut bindings::rvt_qp)
 ///
 /// `qp` is a live QP of ours.
 pub(crate) unsafe extern "C" fn do_send(qp: *mut bindings::rvt_qp) {
-    if !rdmavt::engine_ready() {
-        // An rdmavt without the exports has no QPs either (see [`rdmavt`]).
-        return;
-    }
     // SAFETY: rdmavt passes a live QP; its type never changes.
     let qpt = unsafe { (*qp).ibqp.qp_type };
     if qpt == ib_qp_type::IB_QPT_RC || qpt == ib_qp_type::IB_QPT_UC {
         // SAFETY: A live RC or UC QP, no locks held (rdmavt calls do_send() without them,
-        // and so does the work item), and the engine is ready.
+        // and so does the work item).
         unsafe { rdmavt::ruc_loopback(qp) };
     } else {
         // SAFETY: A live UD, SMI or GSI QP (rdmavt creates no other kinds for us), no locks
-        // held, and the engine is ready.
+        // held.
         unsafe { ud::do_send(qp) };
     }
 }

@@ -4,10 +4,7 @@
 //!
 //! They are rdmavt exports that only traffic needs (`rvt_ruc_loopback()`, `rvt_get_rwqe()`,
 //! `rvt_copy_sge()`, `rvt_send_complete()`, `rvt_mcast_find()`, ...) and the static inline
-//! helpers of rdmavt_qp.h and rdmavt_mr.h around them. The glue references the exports
-//! weakly, so that rvt_loop also loads on an rdmavt-rs that does not export them yet; there
-//! [`engine_ready()`] is false and the engine sends nothing (nor can anything be posted, as
-//! such an rdmavt has no QPs).
+//! helpers of rdmavt_qp.h and rdmavt_mr.h around them. Both rdmavt modules export them all.
 
 use crate::bindings;
 use kernel::ffi::c_int;
@@ -16,7 +13,6 @@ use kernel::ffi::c_int;
 // nothing here touches; the C side takes them by pointer only.
 #[allow(improper_ctypes)]
 extern "C" {
-    fn rvt_loop_engine_ready() -> bool;
     fn rvt_loop_state_ops(qp: *const bindings::rvt_qp) -> u32;
     fn rvt_loop_ruc_loopback(qp: *mut bindings::rvt_qp);
     fn rvt_loop_swqe(qp: *mut bindings::rvt_qp, n: u32) -> *mut bindings::rvt_swqe;
@@ -40,17 +36,11 @@ extern "C" {
     fn rvt_loop_recv_cq(qp: *mut bindings::rvt_qp, wc: *mut bindings::ib_wc, solicited: bool);
 }
 
-/// Whether the loaded rdmavt exports everything the send engine calls.
-pub(crate) fn engine_ready() -> bool {
-    // SAFETY: Only compares the addresses of weak symbols with null.
-    unsafe { rvt_loop_engine_ready() }
-}
-
 /// `ib_rvt_state_ops[qp->state]`: what the QP's state allows (`RVT_PROCESS_*`).
 ///
 /// # Safety
 ///
-/// `qp` is a live QP, and [`engine_ready()`].
+/// `qp` is a live QP.
 pub(crate) unsafe fn state_ops(qp: *const bindings::rvt_qp) -> u32 {
     // SAFETY: The caller guarantees both; the state is read once.
     unsafe { rvt_loop_state_ops(qp) }
@@ -61,7 +51,7 @@ pub(crate) unsafe fn state_ops(qp: *const bindings::rvt_qp) -> u32 {
 ///
 /// # Safety
 ///
-/// `qp` is a live RC or UC QP, the caller holds none of its locks, and [`engine_ready()`].
+/// `qp` is a live RC or UC QP, the caller holds none of its locks.
 pub(crate) unsafe fn ruc_loopback(qp: *mut bindings::rvt_qp) {
     // SAFETY: The caller guarantees what rvt_ruc_loopback() needs.
     unsafe { rvt_loop_ruc_loopback(qp) }
@@ -81,8 +71,7 @@ pub(crate) unsafe fn swqe(qp: *mut bindings::rvt_qp, n: u32) -> *mut bindings::r
 ///
 /// # Safety
 ///
-/// `qp` is live, the caller holds its `s_lock`, `wqe` is the entry at `s_last`, and
-/// [`engine_ready()`].
+/// `qp` is live, the caller holds its `s_lock`, and `wqe` is the entry at `s_last`.
 pub(crate) unsafe fn send_complete(
     qp: *mut bindings::rvt_qp,
     wqe: *mut bindings::rvt_swqe,
@@ -108,7 +97,7 @@ pub(crate) unsafe fn lookup_qpn(sqp: *mut bindings::rvt_qp, qpn: u32) -> *mut bi
 ///
 /// # Safety
 ///
-/// `sqp` is a live QP and [`engine_ready()`].
+/// `sqp` is a live QP 
 pub(crate) unsafe fn mcast_find(
     sqp: *mut bindings::rvt_qp,
     mgid: &bindings::ib_gid,
@@ -135,7 +124,7 @@ pub(crate) unsafe fn mcast_put(mcast: *mut bindings::rvt_mcast) {
 ///
 /// # Safety
 ///
-/// `qp` is live, the caller holds its `r_lock`, and [`engine_ready()`].
+/// `qp` is live, the caller holds its `r_lock`.
 pub(crate) unsafe fn get_rwqe(qp: *mut bindings::rvt_qp) -> c_int {
     // SAFETY: The caller guarantees what rvt_get_rwqe() needs.
     unsafe { rvt_loop_get_rwqe(qp) }
@@ -145,7 +134,7 @@ pub(crate) unsafe fn get_rwqe(qp: *mut bindings::rvt_qp) -> c_int {
 ///
 /// # Safety
 ///
-/// `qp` is live, the caller holds its `r_lock`, and [`engine_ready()`].
+/// `qp` is live, the caller holds its `r_lock`.
 pub(crate) unsafe fn rc_error(qp: *mut bindings::rvt_qp, status: bindings::ib_wc_status) {
     // SAFETY: The caller guarantees what rvt_rc_error() needs.
     unsafe { rvt_loop_rc_error(qp, status) }
@@ -157,7 +146,7 @@ pub(crate) unsafe fn rc_error(qp: *mut bindings::rvt_qp, status: bindings::ib_wc
 /// # Safety
 ///
 /// `qp` is live, the caller holds its `r_lock`, `r_sge` holds a receive WQE of at least 40
-/// bytes, and [`engine_ready()`].
+/// bytes.
 pub(crate) unsafe fn recv_grh(qp: *mut bindings::rvt_qp, grh: Option<&bindings::ib_grh>) {
     let grh = grh.map_or(core::ptr::null(), core::ptr::from_ref);
     // SAFETY: The caller guarantees the rest; `grh` is null or valid for reads.
@@ -191,7 +180,7 @@ pub(crate) unsafe fn take_wr_id(qp: *mut bindings::rvt_qp) -> bool {
 ///
 /// # Safety
 ///
-/// `qp` is live, the caller holds its `r_lock`, and [`engine_ready()`].
+/// `qp` is live, the caller holds its `r_lock`.
 pub(crate) unsafe fn recv_cq(qp: *mut bindings::rvt_qp, wc: &mut bindings::ib_wc, solicited: bool) {
     // SAFETY: The caller guarantees the QP; `wc` is valid and only read.
     unsafe { rvt_loop_recv_cq(qp, wc, solicited) }

@@ -41,27 +41,9 @@ const struct attribute_group *rvt_loop_port_groups[RVT_LOOP_PORT_GROUPS] = {
  * The send engine (qp.rs, ud.rs): rdmavt exports that only traffic needs, and thin wrappers
  * of the static inline helpers of rdmavt_qp.h and rdmavt_mr.h around them.
  *
- * rdmavt-rs exports these once it has QPs. rvt_loop must load on it before that (its device
- * tests run there), so the references are weak: on an rdmavt without them they are NULL and
- * rvt_loop_engine_ready() says so. Without QPs, nothing calls the engine anyway. Every symbol
- * is one of the C rdmavt's exports; when present, the module loader binds them as usual and
- * pins the exporting module.
+ * Both rdmavt modules export every symbol used here; the module loader binds them as usual
+ * and pins the exporting module.
  */
-#pragma weak ib_rvt_state_ops
-#pragma weak rvt_ruc_loopback
-#pragma weak rvt_get_rwqe
-#pragma weak rvt_copy_sge
-#pragma weak rvt_send_complete
-#pragma weak rvt_error_qp
-#pragma weak rvt_rc_error
-#pragma weak rvt_mcast_find
-
-bool rvt_loop_engine_ready(void)
-{
-	return ib_rvt_state_ops && rvt_ruc_loopback && rvt_get_rwqe && rvt_copy_sge &&
-	       rvt_send_complete && rvt_error_qp && rvt_rc_error && rvt_mcast_find;
-}
-
 u32 rvt_loop_state_ops(const struct rvt_qp *qp)
 {
 	return ib_rvt_state_ops[READ_ONCE(qp->state)];

@@ -25,11 +25,7 @@ extern const struct attribute_group *rvt_loop_port_groups[RVT_LOOP_PORT_GROUPS];
 /* Rust (callbacks.rs): the unit number of the rvt_loop device @ibdev. */
 u32 rvt_loop_unit(const struct ib_device *ibdev);
 
-/*
- * The send engine's calls into rdmavt (rvt_loop/rdmavt.rs declares them again). All but
- * rvt_loop_engine_ready() need an rdmavt for which rvt_loop_engine_ready() is true.
- */
-bool rvt_loop_engine_ready(void);
+/* The send engine's calls into rdmavt (rvt_loop/rdmavt.rs declares them again). */
 u32 rvt_loop_state_ops(const struct rvt_qp *qp);
 void rvt_loop_ruc_loopback(struct rvt_qp *qp);
 struct rvt_swqe *rvt_loop_swqe(struct rvt_qp *qp, u32 n);

@@ -78,14 +78,14 @@ enum Step {
 ///
 /// # Safety
 ///
-/// `qp` is a live datagram QP whose `s_lock` the caller holds, and the engine is ready.
+/// `qp` is a live datagram QP whose `s_lock` the caller holds.
 unsafe fn next_step(qp: *mut Qp) -> Step {
     // SAFETY: `qp` is live (caller); s_head is written under s_hlock, which we do not hold,
     // so it is read once, as READ_ONCE() would.
     let head = unsafe { atomic_load(&raw mut (*qp).s_head, Relaxed) };
     // SAFETY: The caller holds `s_lock`, which protects s_last, s_cur and s_size.
     let (last, cur, size) = unsafe { ((*qp).s_last, (*qp).s_cur, (*qp).s_size) };
-    // SAFETY: `qp` is live and the engine is ready.
+    // SAFETY: `qp` is live.
     let ops = unsafe { rdmavt::state_ops(qp) };
     if ops & bindings::RVT_PROCESS_NEXT_SEND_OK == 0 {
         if ops & bindings::RVT_FLUSH_SEND == 0 || last == head {
@@ -110,14 +110,13 @@ unsafe fn next_step(qp: *mut Qp) -> Step {
 ///
 /// # Safety
 ///
-/// `qp` is a live UD, SMI or GSI QP of ours, the caller holds none of its locks, and the
-/// engine is ready ([`rdmavt::engine_ready()`]).
+/// `qp` is a live UD, SMI or GSI QP of ours, and the caller holds none of its locks.
 pub(crate) unsafe fn do_send(qp: *mut Qp) {
     // SAFETY: `qp` is live for the whole call.
     let mut guard = unsafe { lock(&raw mut (*qp).s_lock) };
     // SAFETY: We hold `s_lock`, which protects `s_flags`; `qp` is live.
     let busy = unsafe { (*qp).s_flags } & (bindings::RVT_S_BUSY | bindings::RVT_S_ANY_WAIT) != 0;
-    // SAFETY: `qp` is live and the engine is ready.
+    // SAFETY: `qp` is live.
     if busy || unsafe { rdmavt::state_ops(qp) } & bindings::RVT_PROCESS_OR_FLUSH_SEND == 0 {
         return;
     }
@@ -174,8 +173,8 @@ impl Dest<'_> {
 ///
 /// # Safety
 ///
-/// `sqp` is a live datagram QP of ours, the caller holds none of its locks, `wqe` is a
-/// posted request of it that stays posted during the call, and the engine is ready.
+/// `sqp` is a live datagram QP of ours, the caller holds none of its locks, and `wqe` is a
+/// posted request of it that stays posted during the call.
 unsafe fn deliver(sqp: *mut Qp, wqe: *mut bindings::rvt_swqe) {
     // SAFETY: rdmavt copied the AH attributes of every datagram request into `ud_wr.attr`
     // when it was posted; they stay until the request completes.
@@ -226,7 +225,7 @@ unsafe fn deliver_multicast(
 ) {
     let Some(grh) = dest.grh() else { return };
     // MLIDs are 16 bits; the cast keeps a unicast LID from matching a group.
-    // SAFETY: `sqp` is live and the engine is ready.
+    // SAFETY: `sqp` is live.
     let mcast = unsafe { rdmavt::mcast_find(sqp, &grh.dgid, dest.dlid as u16) };
     if mcast.is_null() {
         return;
@@ -316,7 +315,7 @@ unsafe fn receive(
     if datagram_class(dqpt) != datagram_class(sqpt) {
         return;
     }
-    // SAFETY: `dqp` is live and the engine is ready.
+    // SAFETY: `dqp` is live.
     if unsafe { rdmavt::state_ops(dqp) } & bindings::RVT_PROCESS_RECV_OK == 0 {
         return;
     }
@@ -345,7 +344,7 @@ unsafe fn receive(
         // SAFETY: As above.
         unsafe { (*dqp).r_flags &= !(bindings::RVT_R_REUSE_SGE as u8) };
     } else {
-        // SAFETY: We hold `r_lock`, and the engine is ready.
+        // SAFETY: We hold `r_lock`.
         let got = unsafe { rdmavt::get_rwqe(dqp) };
         if got < 0 {
             // A bad receive WQE: the receiver goes to the error state, as on hfi1.
@@ -404,6 +403,6 @@ unsafe fn receive(
     // SAFETY: `dqp` is live; its port never changes.
     wc.port_num = unsafe { (*dqp).port_num }.into();
     let solicited = wr.send_flags & bindings::ib_send_flags_IB_SEND_SOLICITED != 0;
-    // SAFETY: We hold `r_lock`, and the engine is ready.
+    // SAFETY: We hold `r_lock`.
     unsafe { rdmavt::recv_cq(dqp, &mut wc, solicited) };
 }
