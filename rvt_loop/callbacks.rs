@@ -17,6 +17,7 @@ pub(crate) const DRIVER_F: bindings::rvt_driver_provided = bindings::rvt_driver_
     get_guid_be: Some(get_guid_be),
     shut_down_port: Some(shut_down_port),
     cap_mask_chg: Some(cap_mask_chg),
+    check_ah: Some(check_ah),
     qp_priv_alloc: Some(qp::priv_alloc),
     qp_priv_free: Some(qp::priv_free),
     free_all_qps: Some(qp::free_all_qps),
@@ -150,6 +151,29 @@ extern "C" fn shut_down_port(_rdi: *mut bindings::rvt_dev_info, _port_num: u32) 
 /// hfi1 sends a trap to the subnet manager when the port's capability mask changes; a
 /// loopback port has none to tell, and rdmavt has already recorded the new mask.
 extern "C" fn cap_mask_chg(_rdi: *mut bindings::rvt_dev_info, _port_num: u32) {}
+
+/// The number of service levels of an IB port (4 bits in the LRH).
+const IB_SLS: u8 = 16;
+
+/// `check_ah`, called by rdmavt's `rvt_check_ah()` after its own checks (port, static rate,
+/// GID index): what hfi1's `hfi1_check_ah()` refuses, for an IB port: a multicast DLID
+/// without a GRH, and a service level the port does not have.
+///
+/// # Safety
+///
+/// `ah_attr` is valid for reads for the call.
+unsafe extern "C" fn check_ah(
+    _ibdev: *mut bindings::ib_device,
+    ah_attr: *mut bindings::rdma_ah_attr,
+) -> c_int {
+    // SAFETY: The caller guarantees `ah_attr`.
+    let ah = unsafe { &*ah_attr };
+    let dest = crate::ud::Dest::new(ah);
+    if ah.sl >= IB_SLS || (dest.has_multicast_lid() && dest.grh().is_none()) {
+        return EINVAL.to_errno();
+    }
+    0
+}
 
 /// `ib_device_ops::modify_device`: like hfi1, only the node description may be changed (it
 /// is what ib_core's `node_desc` sysfs file writes); the system image GUID is fixed.

@@ -151,20 +151,40 @@ pub(crate) unsafe fn do_send(qp: *mut Qp) {
 }
 
 /// The address a datagram request goes to.
-struct Dest<'a> {
+pub(crate) struct Dest<'a> {
     ah: &'a bindings::rdma_ah_attr,
     dlid: u32,
 }
 
-impl Dest<'_> {
-    fn grh(&self) -> Option<&bindings::ib_global_route> {
+impl<'a> Dest<'a> {
+    /// The destination of address handle attributes `ah`.
+    pub(crate) fn new(ah: &'a bindings::rdma_ah_attr) -> Self {
+        // rdma_ah_get_dlid(). SAFETY: Each arm reads the union member that `type_` names.
+        let dlid = unsafe {
+            match ah.type_ {
+                bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_IB => {
+                    u32::from(ah.__bindgen_anon_1.ib.dlid)
+                }
+                bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_OPA => ah.__bindgen_anon_1.opa.dlid,
+                _ => 0,
+            }
+        };
+        Self { ah, dlid }
+    }
+
+    pub(crate) fn grh(&self) -> Option<&bindings::ib_global_route> {
         (u32::from(self.ah.ah_flags) & bindings::ib_ah_flags_IB_AH_GRH != 0).then_some(&self.ah.grh)
+    }
+
+    /// Whether the DLID is a multicast LID (the permissive LID is not one).
+    pub(crate) fn has_multicast_lid(&self) -> bool {
+        (MULTICAST_LID_BASE..LID_PERMISSIVE).contains(&self.dlid)
     }
 
     fn is_multicast(&self) -> bool {
         // SAFETY: Every bit pattern is a valid `raw` GID.
         let mgid = self.grh().is_some_and(|g| unsafe { g.dgid.raw[0] } == 0xff);
-        mgid || (MULTICAST_LID_BASE..LID_PERMISSIVE).contains(&self.dlid)
+        mgid || self.has_multicast_lid()
     }
 }
 
@@ -179,17 +199,7 @@ unsafe fn deliver(sqp: *mut Qp, wqe: *mut bindings::rvt_swqe) {
     // SAFETY: rdmavt copied the AH attributes of every datagram request into `ud_wr.attr`
     // when it was posted; they stay until the request completes.
     let ah = unsafe { &*(*wqe).__bindgen_anon_1.ud_wr.attr };
-    // rdma_ah_get_dlid(). SAFETY: Each arm reads the union member that `type_` names.
-    let dlid = unsafe {
-        match ah.type_ {
-            bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_IB => {
-                u32::from(ah.__bindgen_anon_1.ib.dlid)
-            }
-            bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_OPA => ah.__bindgen_anon_1.opa.dlid,
-            _ => 0,
-        }
-    };
-    let dest = Dest { ah, dlid };
+    let dest = Dest::new(ah);
     // SAFETY: `sqp` is live; its device is one of ours.
     let dev = unsafe { LoopDev::from_ibdev((*sqp).ibqp.device) };
     // SAFETY: `sqp` is live; the type never changes.
@@ -199,7 +209,9 @@ unsafe fn deliver(sqp: *mut Qp, wqe: *mut bindings::rvt_swqe) {
     if dest.is_multicast() {
         // SAFETY: The caller's guarantees, and we are in an RCU read-side section.
         unsafe { deliver_multicast(dev, sqp, wqe, &dest) };
-    } else if dlid == dev.lid() || (dlid == LID_PERMISSIVE && sqpt == IbQpType::IB_QPT_GSI) {
+    } else if dest.dlid == dev.lid()
+        || (dest.dlid == LID_PERMISSIVE && sqpt == IbQpType::IB_QPT_GSI)
+    {
         // SAFETY: `wqe` is a datagram request.
         let qpn = unsafe { (*wqe).__bindgen_anon_1.ud_wr.wr.remote_qpn };
         // SAFETY: `sqp` is live and we are in an RCU read-side section.

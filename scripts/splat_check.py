@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Splat detector: finds kernel error reports in a Linux guest's kernel log.
 
-  splat_check.py [--known SIGS] [FILE ...]    (no FILE, or "-": standard input)
+  splat_check.py [--known SIGS]... [FILE ...]    (no FILE, or "-": standard input)
 
 A test boot must fail when the kernel reported a bug, even if every test passed: KASAN,
 lockdep, UBSAN, kmemleak, WARN, BUG, Oops, panic, refcount_t and list corruption, hung tasks,
@@ -19,8 +19,8 @@ console capture; the timestamp and level prefixes are stripped before matching.
 stderr as "known:" and does not count. A signature is a kind on a line of its own, followed by
 indented regular expressions that must match lines of the report (its header line and the
 lines after it, up to KNOWN_WINDOW), in that order. Lines starting with "#" are comments.
-Meant for bugs of the C rdmavt that the reference run cannot avoid (tests/splat-known-c),
-never for our code.
+Meant for bugs of the C rdmavt that the reference run cannot avoid (tests/splat-known-c) and
+for reports that are no rdmavt's (tests/splat-known), never for our code.
 
 Only the header lines that the kernel prints to open a report are matched, anchored at the
 start of the message, so boot banners ("KernelAddressSanitizer initialized", "kmemleak: Kernel
@@ -251,8 +251,9 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(
         description="Report KASAN, lockdep, UBSAN, kmemleak, WARN, BUG, Oops, panic and other "
                     "kernel error reports found in kernel logs. Exit status 1 when any is found.")
-    parser.add_argument("--known", metavar="SIGS",
-                        help="file of known report signatures, which do not count")
+    parser.add_argument("--known", metavar="SIGS", action="append", default=[],
+                        help="file of known report signatures, which do not count "
+                             "(may be given more than once)")
     parser.add_argument("files", metavar="FILE", nargs="*", default=["-"],
                         help='kernel log (dmesg output); "-" or none for standard input')
     return parser.parse_args(argv)
@@ -262,7 +263,7 @@ def main(argv):
     args = parse_args(argv)
     found = unreadable = 0
     try:
-        known = read_known(args.known) if args.known else []
+        known = [sig for path in args.known for sig in read_known(path)]
     except (OSError, ValueError, re.error) as e:
         print(f"splat_check: --known: {e}", file=sys.stderr)
         return 2

@@ -4,14 +4,11 @@
 # rvt_loop, the software loopback HFI, registers devices that rdma-core serves as InfiniBand
 # HCAs (through libhfi1verbs), with an ACTIVE port of LID 1 + unit and an MTU of 4096; it pins
 # rdmavt while loaded and unregisters everything when unloaded. Runs on both rdmavt variants:
-# on the C rdmavt every point must pass; on rdmavt-rs, while it does not export the device
-# API (rvt_alloc_device() and co.), rvt_loop cannot load and its points are TODO. Leaves the
-# system as it found it: rvt_loop unloaded, the variant's rdmavt loaded.
+# every point must pass on both. Leaves the system as it found it: rvt_loop unloaded, the variant's rdmavt loaded.
 set -u
 . "$(dirname "$0")/../lib/ktap.sh"
 
 ko=$RDMAVT_RS_REPO/rvt_loop.ko
-todo=
 load_err=
 
 loaded() { [ -d /sys/module/rvt_loop ]; }
@@ -104,7 +101,7 @@ testdev() {
 
 # With the pci-testdev withheld from it (driver_override), rvt_loop must refuse to load on the
 # C rdmavt, whose log macros need a PCI device, and register its device without one on
-# rdmavt-rs. Prints "todo" when rdmavt-rs does not take such devices (yet).
+# rdmavt-rs.
 without_pci() {
 	local dev rc=0
 	dev=$(testdev)
@@ -119,7 +116,8 @@ without_pci() {
 		fi
 		rmmod rvt_loop || rc=1
 	elif [ "$RDMAVT_RS_RDMAVT" = rs ]; then
-		echo todo
+		echo "rvt_loop failed to load on rdmavt-rs without a PCI device"
+		rc=1
 	elif loaded; then
 		echo "rvt_loop failed to load but is loaded"
 		rc=1
@@ -135,40 +133,23 @@ without_pci() {
 
 without_pci_point() {
 	local name="without a PCI device: refused on the C rdmavt, served on rdmavt-rs" out
-	if [ -n "$todo" ]; then
-		ktap_todo "$name" "$todo"
-	elif ! out=$(without_pci); then
+	if ! out=$(without_pci); then
 		printf '%s\n' "$out" | sed 's/^/# /'
 		ktap_fail "$name"
-	elif [ "$(tail -1 <<<"$out")" = todo ]; then
-		ktap_todo "$name" "rdmavt-rs does not take devices without a PCI device yet"
 	else
 		ktap_pass "$name"
 	fi
 }
 
-# One test point, or a TODO once rvt_loop turned out not to load on this rdmavt.
-point() {
-	if [ -n "$todo" ]; then
-		ktap_todo "$1" "$todo"
-	else
-		ktap_check "$@"
-	fi
-}
+# One test point.
+point() { ktap_check "$@"; }
 
-# The test point "NAME": insmod rvt_loop with ARGS. Missing rdmavt-rs exports make it and all
-# later points TODO; any other failure fails it.
+# The test point "NAME": insmod rvt_loop with ARGS.
 load_point() {
 	local name=$1
 	shift
-	if [ -n "$todo" ]; then
-		ktap_todo "$name" "$todo"
-	elif load_err=$(insmod "$ko" "$@" 2>&1); then
+	if load_err=$(insmod "$ko" "$@" 2>&1); then
 		ktap_pass "$name"
-	elif [ "$RDMAVT_RS_RDMAVT" = rs ] && [[ $load_err == *"Unknown symbol"* ]]; then
-		todo="rdmavt-rs does not export the device API yet"
-		ktap_msg "$load_err"
-		ktap_todo "$name" "$todo"
 	else
 		printf '%s\n' "$load_err" | sed 's/^/# /'
 		dmesg | tail -20 | sed 's/^/# /'

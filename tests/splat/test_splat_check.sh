@@ -128,6 +128,17 @@ cat "$samples/lockdep-c-loopback.log" >>"$tmp/spliced.log"
 run "$check" --known "$known" "$tmp/spliced.log"
 point "- --known still reports the other reports of a log" kasan 1
 
+# The reports that are no rdmavt's (tests/splat-known), forgiven in both runs.
+run "$check" --known "$repo/tests/splat-known" "$samples/warn-hfi1-trace-event.log"
+point "- --known forgives hfi1's trace-event WARN at its load" clean
+run "$check" --known "$repo/tests/splat-known" "$samples/warn.log"
+point "- --known still reports another WARN" warn 1
+cat "$samples/warn-hfi1-trace-event.log" "$samples/lockdep-c-loopback.log" >"$tmp/both.log"
+run "$check" --known "$repo/tests/splat-known" --known "$known" "$tmp/both.log"
+point "- --known twice forgives what either file lists" clean
+run "$check" --known "$repo/tests/splat-known" "$tmp/both.log"
+point "- --known forgives only what its files list" lockdep 1
+
 ktap_check "- a report is its header line and 15 indented lines of context" report_format
 ktap_check "- every sample has an expectation" every_sample_expected
 
