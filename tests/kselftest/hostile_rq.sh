@@ -11,23 +11,9 @@ set -u
 tests=$(cd "$(dirname "$0")/.." && pwd)
 . "$tests/lib/ktap.sh"
 
-prog=$RDMAVT_RS_REPO/.test-bin/hostile_rq
-trap 'rmmod rvt_loop 2>/dev/null' EXIT
-
-if [ ! -x "$prog" ]; then
-	ktap_header
-	ktap_plan 1
-	ktap_fail "hostile_rq: $prog is not built (make test-progs)"
-	ktap_finish
-	exit
-fi
-if ! err=$(insmod "$RDMAVT_RS_REPO/rvt_loop.ko" 2>&1); then
-	ktap_header
-	ktap_plan 1
-	ktap_fail "hostile_rq: rvt_loop loads: $err"
-	ktap_finish
-	exit
-fi
+prog=$KTAP_PROGS/hostile_rq
+ktap_need_prog hostile_rq
+ktap_load_rvt_loop hostile_rq
 if [ "$RDMAVT_RS_RDMAVT" = rs ]; then
 	"$prog" --num-sge
 else

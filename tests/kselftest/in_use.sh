@@ -10,14 +10,11 @@
 set -u
 . "$(dirname "$0")/../lib/ktap.sh"
 
-prog=$RDMAVT_RS_REPO/.test-bin/in_use
+prog=$KTAP_PROGS/in_use
+ktap_need_prog in_use
+ktap_load_rvt_loop in_use
 work=$(mktemp -d)
 trap 'exec 3>&- 2>/dev/null; rm -rf "$work"; rmmod rvt_loop 2>/dev/null' EXIT
-
-fail_all() { ktap_header; ktap_plan 1; ktap_fail "$1"; ktap_finish; exit; }
-
-[ -x "$prog" ] || fail_all "in_use: $prog is not built (make test-progs)"
-err=$(insmod "$RDMAVT_RS_REPO/rvt_loop.ko" 2>&1) || fail_all "in_use: rvt_loop loads: $err"
 
 # The program's own points first, then ours, renumbered after them.
 "$prog" >"$work/tap"

@@ -9,20 +9,20 @@
 #
 # Uses Debian's /usr/bin/python3, for which python3-pyverbs is installed.
 
-import errno
 import os
-import subprocess
 import sys
 import time
 
-REPO = os.environ["RDMAVT_RS_REPO"]
-DEV = "rvt_loop0"
-points = []
-
-
-def point(ok, desc):
-    points.append((ok, desc))
-    print(f"{'ok' if ok else 'not ok'} {len(points)} {desc}", flush=True)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import pyverbs.enums as e  # noqa: E402
+from ktap import DEV, main, point  # noqa: E402
+from pyverbs.addr import AHAttr  # noqa: E402
+from pyverbs.cq import CQ  # noqa: E402
+from pyverbs.device import Context  # noqa: E402
+from pyverbs.mr import MR  # noqa: E402
+from pyverbs.pd import PD  # noqa: E402
+from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr  # noqa: E402
+from pyverbs.wr import SGE, RecvWR, SendWR  # noqa: E402
 
 
 def expect(desc, got, want):
@@ -34,48 +34,14 @@ def expect(desc, got, want):
     point(got == want, f"{desc}: {got} (expected {want})")
 
 
-def main():
-    print("TAP version 13")
-    try:
-        import pyverbs.enums as e
-        from pyverbs.addr import AHAttr
-        from pyverbs.cq import CQ
-        from pyverbs.device import Context
-        from pyverbs.mr import MR
-        from pyverbs.pd import PD
-        from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
-        from pyverbs.wr import SGE, RecvWR, SendWR
-    except ImportError as err:
-        print(f"ok 1 loopback # SKIP python3-pyverbs is missing ({err})")
-        return 0
-    load = subprocess.run(["insmod", f"{REPO}/rvt_loop.ko"], capture_output=True, text=True)
-    if load.returncode != 0:
-        point(False, f"loopback: rvt_loop loads: {load.stderr.strip()}")
-        return 1
-    v = dict(e=e, AHAttr=AHAttr, CQ=CQ, Context=Context, MR=MR, PD=PD, QP=QP, QPAttr=QPAttr,
-             QPCap=QPCap, QPInitAttr=QPInitAttr, SGE=SGE, RecvWR=RecvWR, SendWR=SendWR)
-    try:
-        Loopback(v).run_all()
-    except Exception as err:
-        point(False, f"loopback: {type(err).__name__}: {err}")
-    finally:
-        subprocess.run(["rmmod", "rvt_loop"])
-    return 0 if all(ok for ok, _ in points) else 1
-
-
 class Loopback:
     """Two QPs of one type on rvt_loop0, connected to each other, with a CQ and a 4 KiB MR
     each; a new pair for each check, since errors leave QPs in the error state."""
 
     ALL_REMOTE = None
 
-    def __init__(self, v):
-        self.v = v
-        self.e = v["e"]
-
     def run_all(self):
-        e = self.e
-        with self.v["Context"](name=DEV) as ctx, self.v["PD"](ctx) as pd:
+        with Context(name=DEV) as ctx, PD(ctx) as pd:
             self.ctx, self.pd = ctx, pd
             self.lid = ctx.query_port(1).lid
             self.ALL_REMOTE = (e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE |
@@ -89,19 +55,18 @@ class Loopback:
     # --- Set-up -------------------------------------------------------------------------
 
     def pair(self, qpt=None, rnr_retry=7, qp_access=None, mr_access=None):
-        v, e = self.v, self.e
         qpt = e.IBV_QPT_RC if qpt is None else qpt
         qp_access = self.ALL_REMOTE if qp_access is None else qp_access
         mr_access = self.ALL_REMOTE if mr_access is None else mr_access
         ends = []
         for _ in range(2):
-            cq = v["CQ"](self.ctx, 16)
-            cap = v["QPCap"](max_send_wr=8, max_recv_wr=8, max_send_sge=2, max_recv_sge=2)
-            qp = v["QP"](self.pd, v["QPInitAttr"](qp_type=qpt, scq=cq, rcq=cq, cap=cap))
-            mr = v["MR"](self.pd, 4096, mr_access)
+            cq = CQ(self.ctx, 16)
+            cap = QPCap(max_send_wr=8, max_recv_wr=8, max_send_sge=2, max_recv_sge=2)
+            qp = QP(self.pd, QPInitAttr(qp_type=qpt, scq=cq, rcq=cq, cap=cap))
+            mr = MR(self.pd, 4096, mr_access)
             ends.append(End(qp, cq, mr))
         for me, peer in ((ends[0], ends[1]), (ends[1], ends[0])):
-            attr = v["QPAttr"]()
+            attr = QPAttr()
             attr.port_num = 1
             attr.pkey_index = 0
             attr.qp_access_flags = qp_access
@@ -115,20 +80,20 @@ class Loopback:
             attr.timeout = 14
             attr.retry_cnt = 7
             attr.rnr_retry = rnr_retry
-            attr.ah_attr = v["AHAttr"](port_num=1, dlid=self.lid)
+            attr.ah_attr = AHAttr(port_num=1, dlid=self.lid)
             me.qp.to_rts(attr)
         return ends
 
     def sge(self, end, offset, length):
-        return self.v["SGE"](end.mr.buf + offset, length, end.mr.lkey)
+        return SGE(end.mr.buf + offset, length, end.mr.lkey)
 
     def post_recv(self, end, length, wr_id=7):
-        end.qp.post_recv(self.v["RecvWR"](wr_id=wr_id, num_sge=1, sg=[self.sge(end, 0, length)]))
+        end.qp.post_recv(RecvWR(wr_id=wr_id, num_sge=1, sg=[self.sge(end, 0, length)]))
 
     def post_send(self, end, opcode, length, offset=0, imm=0, rdma=None, atomic=None):
-        wr = self.v["SendWR"](wr_id=1, opcode=opcode, num_sge=1, imm_data=imm,
+        wr = SendWR(wr_id=1, opcode=opcode, num_sge=1, imm_data=imm,
                               sg=[self.sge(end, offset, length)],
-                              send_flags=self.e.IBV_SEND_SIGNALED)
+                              send_flags=e.IBV_SEND_SIGNALED)
         if rdma:
             wr.set_wr_rdma(*rdma)
         if atomic:
@@ -144,7 +109,6 @@ class Loopback:
     # --- Checks -------------------------------------------------------------------------
 
     def send_with_imm(self):
-        e = self.e
         a, b = self.pair()
         a.mr.write(bytes(range(48)), 48)
         self.post_recv(b, 64)
@@ -161,7 +125,6 @@ class Loopback:
         self.close((a, b))
 
     def rdma_write(self):
-        e = self.e
         a, b = self.pair()
         data = bytes((i * 5) & 0xff for i in range(300))
         a.mr.write(data, len(data))
@@ -172,7 +135,6 @@ class Loopback:
         self.close((a, b))
 
     def write_with_imm(self):
-        e = self.e
         a, b = self.pair()
         a.mr.write(b"\xab" * 16, 16)
         self.post_recv(b, 0)
@@ -187,7 +149,6 @@ class Loopback:
         self.close((a, b))
 
     def rdma_read(self):
-        e = self.e
         a, b = self.pair()
         data = bytes((255 - i) & 0xff for i in range(200))
         b.mr.write(data, len(data))
@@ -197,7 +158,6 @@ class Loopback:
         self.close((a, b))
 
     def atomics(self):
-        e = self.e
         a, b = self.pair()
         b.mr.write((40).to_bytes(8, "little"), 8)
         self.post_send(a, e.IBV_WR_ATOMIC_FETCH_AND_ADD, 8, atomic=(b.mr.rkey, b.mr.buf, 2, 0))
@@ -212,7 +172,6 @@ class Loopback:
         self.close((a, b))
 
     def rnr_retry_exceeded(self):
-        e = self.e
         a, b = self.pair(rnr_retry=0)
         self.post_send(a, e.IBV_WR_SEND, 8)
         expect("RC SEND, no receive, rnr_retry 0: send status", a.wait().status,
@@ -221,7 +180,6 @@ class Loopback:
 
     def rnr_retry_then_exceeded(self):
         # Two RNR NAKs, each retried through the RNR timer, then the error.
-        e = self.e
         a, b = self.pair(rnr_retry=2)
         self.post_send(a, e.IBV_WR_SEND, 8)
         expect("RC SEND, no receive, rnr_retry 2: send status", a.wait().status,
@@ -229,7 +187,6 @@ class Loopback:
         self.close((a, b))
 
     def remote_access_error(self):
-        e = self.e
         a, b = self.pair(mr_access=e.IBV_ACCESS_LOCAL_WRITE)
         self.post_recv(b, 16)
         self.post_send(a, e.IBV_WR_RDMA_WRITE, 16, rdma=(b.mr.rkey, b.mr.buf))
@@ -241,7 +198,6 @@ class Loopback:
         self.close((a, b))
 
     def no_remote_write_access(self):
-        e = self.e
         a, b = self.pair(qp_access=e.IBV_ACCESS_LOCAL_WRITE)
         self.post_send(a, e.IBV_WR_RDMA_WRITE, 16, rdma=(b.mr.rkey, b.mr.buf))
         expect("RC RDMA_WRITE to a QP without remote write: send status", a.wait().status,
@@ -249,7 +205,6 @@ class Loopback:
         self.close((a, b))
 
     def length_error(self):
-        e = self.e
         a, b = self.pair()
         self.post_recv(b, 16)
         self.post_send(a, e.IBV_WR_SEND, 64)
@@ -260,7 +215,6 @@ class Loopback:
         self.close((a, b))
 
     def uc_drop(self):
-        e = self.e
         a, b = self.pair(qpt=e.IBV_QPT_UC, qp_access=e.IBV_ACCESS_LOCAL_WRITE |
                          e.IBV_ACCESS_REMOTE_WRITE, mr_access=e.IBV_ACCESS_LOCAL_WRITE |
                          e.IBV_ACCESS_REMOTE_WRITE)
@@ -303,4 +257,4 @@ class Missing:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main("loopback", lambda: Loopback().run_all()))

@@ -8,23 +8,9 @@ set -u
 tests=$(cd "$(dirname "$0")/.." && pwd)
 . "$tests/lib/ktap.sh"
 
-prog=$RDMAVT_RS_REPO/.test-bin/mcast_attach
-trap 'rmmod rvt_loop 2>/dev/null' EXIT
-
-if [ ! -x "$prog" ]; then
-	ktap_header
-	ktap_plan 1
-	ktap_fail "mcast: $prog is not built (make test-progs)"
-	ktap_finish
-	exit
-fi
-if ! err=$(insmod "$RDMAVT_RS_REPO/rvt_loop.ko" 2>&1); then
-	ktap_header
-	ktap_plan 1
-	ktap_fail "mcast: rvt_loop loads: $err"
-	ktap_finish
-	exit
-fi
+prog=$KTAP_PROGS/mcast_attach
+ktap_need_prog mcast_attach
+ktap_load_rvt_loop mcast
 if [ "$RDMAVT_RS_RDMAVT" = rs ]; then
 	"$prog" --reset
 else

@@ -10,93 +10,37 @@
 
 import errno
 import os
-import subprocess
 import sys
 
-REPO = os.environ["RDMAVT_RS_REPO"]
-DEV = "rvt_loop0"
-points = []
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import pyverbs.enums as e  # noqa: E402
+from ktap import DEV, error_code, fails_with, main, point, skip, succeeds  # noqa: E402
+from pyverbs.cq import CQ  # noqa: E402
+from pyverbs.device import Context  # noqa: E402
+from pyverbs.mr import MR  # noqa: E402
+from pyverbs.pd import PD  # noqa: E402
+from pyverbs.qp import QP, QPCap, QPInitAttr  # noqa: E402
+from pyverbs.srq import SRQ, SrqAttr, SrqInitAttr  # noqa: E402
+from pyverbs.wr import SGE, RecvWR  # noqa: E402
 
 
-def point(ok, desc):
-    points.append((ok, desc))
-    print(f"{'ok' if ok else 'not ok'} {len(points)} {desc}", flush=True)
-
-
-def error_code(e):
-    return getattr(e, "error_code", None) or getattr(e, "errno", None)
-
-
-def fails_with(desc, expected, fn):
-    """One point: fn() raises an error whose errno is `expected`."""
-    try:
-        obj = fn()
-    except Exception as e:  # pyverbs raises PyverbsRDMAError
-        code = error_code(e)
-        point(code == expected, f"{desc}: errno {code} (expected {expected})")
-        if code != expected:
-            print(f"# {type(e).__name__}: {e}")
-        return
-    close = getattr(obj, "close", None)
-    if close:
-        close()
-    point(False, f"{desc}: succeeded (expected errno {expected})")
-
-
-def succeeds(desc, fn):
-    """One point: fn() does not raise; its result, or None."""
-    try:
-        res = fn()
-    except Exception as e:
-        point(False, f"{desc}: {type(e).__name__}: {e}")
-        return None
-    point(True, desc)
-    return res
-
-
-def main():
-    print("TAP version 13")
-    try:
-        import pyverbs.enums as e
-        from pyverbs.cq import CQ
-        from pyverbs.device import Context
-        from pyverbs.mr import MR
-        from pyverbs.pd import PD
-        from pyverbs.qp import QP, QPCap, QPInitAttr
-        from pyverbs.srq import SRQ, SrqAttr, SrqInitAttr
-        from pyverbs.wr import SGE, RecvWR
-    except ImportError as err:
-        print(f"ok 1 srq # SKIP python3-pyverbs is missing ({err})")
-        return 0
-    load = subprocess.run(["insmod", f"{REPO}/rvt_loop.ko"], capture_output=True, text=True)
-    if load.returncode != 0:
-        point(False, f"srq: rvt_loop loads: {load.stderr.strip()}")
-        return 1
-    v = dict(e=e, CQ=CQ, Context=Context, MR=MR, PD=PD, QP=QP, QPCap=QPCap,
-             QPInitAttr=QPInitAttr, SRQ=SRQ, SrqAttr=SrqAttr, SrqInitAttr=SrqInitAttr,
-             SGE=SGE, RecvWR=RecvWR)
-    try:
-        with v["Context"](name=DEV) as ctx:
-            with v["PD"](ctx) as pd:
-                run(ctx, pd, v)
-    finally:
-        subprocess.run(["rmmod", "rvt_loop"])
-    return 0 if all(ok for ok, _ in points) else 1
-
-
-def post_n(srq, mr, v, n, first):
+def post_n(srq, mr, n, first):
     """Posts n one-SGE receives; the number posted before the first error, and its errno."""
     for i in range(n):
-        wr = v["RecvWR"](wr_id=first + i, num_sge=1, sg=[v["SGE"](mr.buf, 64, mr.lkey)])
+        wr = RecvWR(wr_id=first + i, num_sge=1, sg=[SGE(mr.buf, 64, mr.lkey)])
         try:
             srq.post_recv(wr)
-        except Exception as e:
-            return i, error_code(e)
+        except Exception as err:  # noqa: BLE001
+            return i, error_code(err)
     return n, None
 
 
-def run(ctx, pd, v):
-    e, SRQ, SrqAttr, SrqInitAttr = v["e"], v["SRQ"], v["SrqAttr"], v["SrqInitAttr"]
+def run():
+    with Context(name=DEV) as ctx, PD(ctx) as pd:
+        checks(ctx, pd)
+
+
+def checks(ctx, pd):
     dev = ctx.query_device()
 
     def srq(max_wr, max_sge, limit=0):
@@ -109,7 +53,7 @@ def run(ctx, pd, v):
     s = succeeds("create an SRQ of 16 WRs, 2 SGEs", lambda: srq(16, 2))
     if s is None:
         return
-    mr = v["MR"](pd, 4096, e.IBV_ACCESS_LOCAL_WRITE)
+    mr = MR(pd, 4096, e.IBV_ACCESS_LOCAL_WRITE)
     a = s.query()
     point((a.max_wr, a.max_sge, a.srq_limit) == (16, 2, 0),
           f"query: max_wr {a.max_wr}, max_sge {a.max_sge}, srq_limit {a.srq_limit} (16, 2, 0)")
@@ -119,7 +63,7 @@ def run(ctx, pd, v):
     fails_with("arm the limit at the ring's size", errno.EINVAL,
                lambda: s.modify(SrqAttr(srq_limit=17), e.IBV_SRQ_LIMIT))
 
-    n, err = post_n(s, mr, v, 17, 0)
+    n, err = post_n(s, mr, 17, 0)
     point((n, err) == (16, errno.ENOMEM), f"post 17 receives: {n} posted, then errno {err} (16, ENOMEM)")
 
     fails_with("resize below the 16 queued", errno.EINVAL,
@@ -134,8 +78,7 @@ def run(ctx, pd, v):
         # c_lock of the old ring (see srq/modify.rs).
         for what in ("resize to 32 WRs with 16 queued", "query after the resize",
                      "post 17 more after the resize"):
-            points.append((True, what))
-            print(f"ok {len(points)} {what} # SKIP the C rdmavt's resize unbalances c_lock")
+            skip(what, "the C rdmavt's resize unbalances c_lock")
     else:
         succeeds("resize to 32 WRs with 16 queued",
                  lambda: s.modify(SrqAttr(max_wr=32), e.IBV_SRQ_MAX_WR))
@@ -143,13 +86,13 @@ def run(ctx, pd, v):
         point((a.max_wr, a.srq_limit) == (32, 4),
               f"query after the resize: max_wr {a.max_wr}, srq_limit {a.srq_limit} (32, 4)")
         # The 16 queued WRs moved to the new ring: 16 more fit, not 32.
-        n, err = post_n(s, mr, v, 17, 100)
+        n, err = post_n(s, mr, 17, 100)
         point((n, err) == (16, errno.ENOMEM),
               f"post 17 more after the resize: {n} posted, then errno {err} (16, ENOMEM)")
 
-    cq = v["CQ"](ctx, 64)
-    cap = v["QPCap"](max_send_wr=4, max_recv_wr=0, max_send_sge=1, max_recv_sge=0)
-    qp = succeeds("create an RC QP on the SRQ", lambda: v["QP"](pd, v["QPInitAttr"](
+    cq = CQ(ctx, 64)
+    cap = QPCap(max_send_wr=4, max_recv_wr=0, max_send_sge=1, max_recv_sge=0)
+    qp = succeeds("create an RC QP on the SRQ", lambda: QP(pd, QPInitAttr(
         qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, srq=s, cap=cap)))
     if qp is not None:
         succeeds("destroy the QP", qp.close)
@@ -164,4 +107,4 @@ def run(ctx, pd, v):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main("srq", run))

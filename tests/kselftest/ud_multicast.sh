@@ -10,13 +10,9 @@ tests=$(cd "$(dirname "$0")/.." && pwd)
 
 work=$(mktemp -d)
 
-prog=$RDMAVT_RS_REPO/.test-bin/ud_multicast
-if [ ! -x "$prog" ]; then
-	ktap_header; ktap_plan 1; ktap_fail "UD multicast: $prog is not built (make test-progs)"
-	ktap_finish; exit
-fi
-traffic_setup >"$work/setup" || { ktap_header; ktap_plan 1; cat "$work/setup";
-	ktap_fail "rvt_loop loads"; ktap_finish; exit; }
+prog=$KTAP_PROGS/ud_multicast
+ktap_need_prog ud_multicast
+traffic_setup >"$work/setup" || ktap_bail "UD multicast: $TRAFFIC_BROKEN"
 # After traffic_setup, whose trap unloads rvt_loop.
 trap 'rm -rf "$work"; rmmod rvt_loop 2>/dev/null' EXIT
 

@@ -37,6 +37,31 @@ ktap_check() {
 	fi
 }
 
+# ktap_bail DESCRIPTION: the whole test cannot run: a plan of one failing point, and exit.
+ktap_bail() {
+	ktap_header
+	ktap_plan 1
+	ktap_fail "$1"
+	ktap_finish
+	exit
+}
+
+# Where `make test-progs` puts the test programs of tests/progs/.
+KTAP_PROGS=${RDMAVT_RS_REPO:-}/.test-bin
+
+# ktap_need_prog NAME: bails out of the test when test program NAME is not built.
+ktap_need_prog() {
+	[ -x "$KTAP_PROGS/$1" ] || ktap_bail "$1: $KTAP_PROGS/$1 is not built (make test-progs)"
+}
+
+# ktap_load_rvt_loop NAME: loads rvt_loop, to be unloaded when the test exits; bails out of
+# test NAME when it does not load.
+ktap_load_rvt_loop() {
+	local err
+	err=$(insmod "$RDMAVT_RS_REPO/rvt_loop.ko" 2>&1) || ktap_bail "$1: rvt_loop loads: $err"
+	trap 'rmmod rvt_loop 2>/dev/null' EXIT
+}
+
 ktap_finish() {
 	echo "# Totals: pass:$KTAP_PASS fail:$KTAP_FAIL skip:$KTAP_SKIP"
 	[ "$KTAP_FAIL" = 0 ]
