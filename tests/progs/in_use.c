@@ -4,15 +4,46 @@
  *   - a CQ that a QP uses cannot be destroyed (EBUSY), nor a PD that holds an MR or a QP;
  *     once their users are gone, both go;
  *   - a ring that its creator has mapped (a user CQ's, found in /proc/self/maps) cannot be
- *     mapped a second time at its offset (EINVAL): rdmavt hands each ring out once.
+ *     mapped a second time at its offset (EINVAL): rdmavt hands each ring out once;
+ *   - a mapping larger than the ring fails (EINVAL) and leaves the ring to be mapped at its
+ *     size: this program interposes mmap() (it is linked with -rdynamic), so when
+ *     libhfi1verbs maps the new CQ's ring it first tries one page more.
  * Prints TAP. With --hold it instead opens the device, allocates a PD, says "holding" and
  * keeps both until its standard input ends: a user of the device for the wrapper to unload
  * rvt_loop under.
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <inttypes.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include "verbs_util.h"
+
+#define DRIVER_MMAP_BYTES (256 * 4096)	/* below this, offsets belong to the driver */
+
+/* Set to probe the next ring mapping; the probe's errno (0: it was mapped) lands here. */
+static int probe_next_ring, probe_errno = -1;
+
+/*
+ * libhfi1verbs' mmap(): while probe_next_ring is set, the first mapping of a ring (a uverbs
+ * file, above the driver's range) is first tried one page larger than asked.
+ */
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	static void *(*real)(void *, size_t, int, int, int, off_t);
+	void *p;
+
+	if (!real)
+		real = (void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, "mmap");
+	if (probe_next_ring && fd >= 0 && off >= DRIVER_MMAP_BYTES) {
+		probe_next_ring = 0;
+		p = real(addr, len + 4096, prot, flags, fd, off);
+		probe_errno = p == MAP_FAILED ? errno : 0;
+		if (p != MAP_FAILED)
+			munmap(p, len + 4096);
+	}
+	return real(addr, len, prot, flags, fd, off);
+}
 
 /* The offsets of this process's mappings of a uverbs device file; returns how many. */
 static int uverbs_mappings(uint64_t *offsets, size_t *sizes, int max)
@@ -69,8 +100,7 @@ static void remap_checks(struct ibv_context *ctx)
 	for (i = 0; i < n; i++) {
 		void *p;
 
-		/* The first 256 pages belong to the driver; rings are mapped above them. */
-		if (offsets[i] < 256 * 4096)
+		if (offsets[i] < DRIVER_MMAP_BYTES)
 			continue;
 		found = 1;
 		p = mmap(NULL, sizes[i], PROT_READ | PROT_WRITE, MAP_SHARED, ctx->cmd_fd,
@@ -115,10 +145,14 @@ int main(int argc, char **argv)
 		return tap_finish();
 	}
 	pd = ibv_alloc_pd(ctx);
+	probe_next_ring = 1;
 	cq = pd ? ibv_create_cq(ctx, 8, NULL, NULL, 0) : NULL;
-	tap_result(cq != NULL, "PD and CQ on %s (%s)", TEST_DEVICE, cq ? "ok" : strerror(errno));
+	probe_next_ring = 0;
+	tap_result(cq != NULL, "PD and CQ on %s, the ring mapped at its size after the probe (%s)",
+		   TEST_DEVICE, cq ? "ok" : strerror(errno));
 	if (!cq)
 		return tap_finish();
+	expect_errno(probe_errno, EINVAL, "an mmap one page larger than the CQ's ring");
 	remap_checks(ctx);
 	in_use_checks(ctx, pd, cq);
 	expect_errno(ibv_destroy_cq(cq), 0, "destroy the CQ once unused");
