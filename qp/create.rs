@@ -126,41 +126,51 @@ fn kzalloc_node(size: usize, node: c_int) -> Result<*mut c_void> {
     }
 }
 
+/// How far a creation got: what its error path must give back besides the QP's memory.
+#[derive(Default)]
+struct Progress {
+    /// The driver's `qp_priv_alloc` succeeded (its result may be NULL).
+    driver_priv: bool,
+    /// A QP number was allocated.
+    numbered: bool,
+}
+
 impl Qp {
     fn create(&self, init: &mut bindings::ib_qp_init_attr, udata: *mut bindings::ib_udata) -> Result {
         let dev = self.device();
         let shape = check_request(dev, self.ibqp(), init)?;
-        let mut numbered = false;
-        let res = self.set_up(dev, init, &shape, udata, &mut numbered);
+        let mut progress = Progress::default();
+        let res = self.set_up(dev, init, &shape, udata, &mut progress);
         if res.is_err() {
-            if numbered {
+            if progress.numbered {
                 qpn::free_qpn(dev, self.qpn());
             }
             // SAFETY: the QP never became visible to anyone but this call.
-            unsafe { self.free_resources() };
+            unsafe { self.free_resources(progress.driver_priv) };
         }
         res
     }
 
     /// Everything after the checks, in C's order. On error, the caller frees what was
-    /// recorded in the QP, and the QP number if `numbered` says there is one.
+    /// recorded in the QP, and what `progress` says was taken.
     fn set_up(
         &self,
         dev: &Device,
         init: &mut bindings::ib_qp_init_attr,
         shape: &Shape,
         udata: *mut bindings::ib_udata,
-        numbered: &mut bool,
+        progress: &mut Progress,
     ) -> Result {
         self.alloc_queues(dev, init, shape)?;
         self.alloc_driver_priv(dev)?;
+        progress.driver_priv = true;
         if init.srq.is_null() {
             self.alloc_rq(dev, init, udata)?;
         }
         self.init_fields(init, shape);
         self.alloc_ud_attrs(dev)?;
         self.number(dev, init)?;
-        *numbered = true;
+        progress.numbered = true;
         if let Some(priv_init) = dev.driver().qp_priv_init {
             // SAFETY: the driver's callback on a fully set-up QP, as C calls it.
             kernel::error::to_result(unsafe { priv_init(dev.as_raw(), self.as_raw(), init) })?;
@@ -339,10 +349,13 @@ impl Qp {
     /// Frees what a QP owns: after a failed creation, or at the end of a destroy once the
     /// last reference is gone. Fields never set are NULL (ib_core zeroes the QP).
     ///
+    /// `driver_priv` says whether the driver's `qp_priv_alloc` succeeded: then its
+    /// `qp_priv_free` is called, whatever `priv` holds, as C calls it.
+    ///
     /// # Safety
     ///
     /// Nothing else uses the QP, now or later.
-    pub(super) unsafe fn free_resources(&self) {
+    pub(super) unsafe fn free_resources(&self, driver_priv: bool) {
         let dev = self.device();
         let qp = self.as_raw();
         // SAFETY: the caller guarantees exclusive use; every pointer freed here was
@@ -356,7 +369,7 @@ impl Qp {
                 drop(info);
             }
             krwq::free(self.rq());
-            if !(*qp).priv_.is_null() {
+            if driver_priv {
                 if let Some(free) = dev.driver().qp_priv_free {
                     free(dev.as_raw(), qp);
                 }

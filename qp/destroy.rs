@@ -29,7 +29,7 @@ pub(crate) unsafe extern "C" fn destroy_qp(ibqp: *mut bindings::ib_qp, _udata: *
     unsafe {
         bindings::rdma_destroy_ah_attr(&mut (*raw).remote_ah_attr);
         bindings::rdma_destroy_ah_attr(&mut (*raw).alt_ah_attr);
-        qp.free_resources();
+        qp.free_resources(true);
     }
     0
 }
