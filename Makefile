@@ -48,7 +48,7 @@ setup:
 
 modules: setup
 	@kdir=$(KDIR_CMD) && $(KMAKE) modules && \
-	bash $(SCRIPTS)/check-self-contained.sh "$$kdir" $(REPO)/rdmavt.ko
+	bash $(SCRIPTS)/check-exports.sh "$$kdir" $(REPO)
 
 # Rebuild our objects under clippy-driver; warnings from our code fail the target.
 clippy: setup
