@@ -26,6 +26,9 @@ repo=$(cd "$here/.." && pwd)
 . "$here/lib.sh"
 
 ours=(rdmavt rvt_loop)
+# Built beside them for the tests (tests/kverbs/); kbuild installs every module of the build,
+# so these are taken out again. Never on a user's machine.
+test_only=(rvt_loop_kverbs)
 
 action=${1:-}
 case "$action" in install|uninstall) ;; *) die "usage: modules.sh install|uninstall" ;; esac
@@ -71,12 +74,16 @@ install() {
 	# config asks, and runs depmod.
 	make -C "$kdir" M="$repo" LLVM="$LLVM_SUFFIX" RUSTC="$RUSTC_DEBIAN" \
 		INSTALL_MOD_PATH="$mod_path" KERNELRELEASE="$release" modules_install
+	if [ "$(remove_modules "${test_only[@]}")" != 0 ]; then
+		run_depmod
+	fi
 	log "installed into $moddir/updates"
 }
 
-uninstall() {
+# remove_modules NAME...: deletes these modules from updates/; prints how many there were.
+remove_modules() {
 	local m f removed=0
-	for m in "${ours[@]}"; do
+	for m in "$@"; do
 		# Whatever suffix the kernel's CONFIG_MODULE_COMPRESS gave it at install time.
 		for f in "$moddir/updates/$m.ko" "$moddir/updates/$m".ko.{gz,xz,zst}; do
 			[ -e "$f" ] || continue
@@ -84,6 +91,13 @@ uninstall() {
 			removed=$((removed + 1))
 		done
 	done
+	echo "$removed"
+}
+
+uninstall() {
+	local removed
+	# The test modules too, in case an older install left them.
+	removed=$(remove_modules "${ours[@]}" "${test_only[@]}")
 	rmdir "$moddir/updates" 2>/dev/null || true
 	[ -d "$moddir" ] || die "no modules dir $moddir"
 	run_depmod

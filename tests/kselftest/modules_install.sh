@@ -57,6 +57,8 @@ install() {
 	for m in rdmavt rvt_loop; do
 		[ -f "$real/updates/$m.ko" ] || { echo "no $real/updates/$m.ko"; return 1; }
 	done
+	# The test-only module (tests/kverbs/) is built beside them but never installed.
+	[ ! -e "$real/updates/rvt_loop_kverbs.ko" ] || { echo "rvt_loop_kverbs.ko installed"; return 1; }
 }
 
 uninstall() {
@@ -128,7 +130,7 @@ if ! out=$(overlay_modules_dir 2>&1); then
 	ktap_msg "cannot overlay $real: not installing into the shared modules dir"
 	exit 1
 fi
-ktap_check "make modules_install installs into $moddir/updates" install
+ktap_check "make modules_install installs rdmavt and rvt_loop into $moddir/updates" install
 ktap_check "modinfo rdmavt shows rdmavt-rs" modinfo_is_ours
 ktap_check "modprobe resolves hfi1's rdmavt to rdmavt-rs" hfi1_depends_on_ours
 ktap_check "modprobe rdmavt and rvt_loop load rdmavt-rs" modprobe_loads_ours
