@@ -50,12 +50,30 @@ pub(crate) fn create_agents(dev: &Device) {
             )
         };
         if kernel::error::from_err_ptr(agent).is_err() {
-            free_agents(dev);
+            unwind_agents(dev);
             return;
         }
         // SAFETY: ports live as long as the device; registration is single-threaded.
         unsafe { (*rvp).send_agent = agent };
         if let Some(notify) = dev.driver().notify_create_mad_agent {
+            // SAFETY: a driver callback, called as C rdmavt calls it.
+            unsafe { notify(dev.as_raw(), i) };
+        }
+    }
+}
+
+/// Unregisters the agents a failed `create_agents` made, telling the driver about exactly
+/// those ports, as C's error path does.
+fn unwind_agents(dev: &Device) {
+    for (i, rvp) in ports(dev) {
+        // SAFETY: ports live as long as the device; registration is single-threaded.
+        let agent = unsafe { core::mem::take(&mut (*rvp).send_agent) };
+        if agent.is_null() {
+            continue;
+        }
+        // SAFETY: an agent `create_agents` registered and nothing else holds.
+        unsafe { bindings::ib_unregister_mad_agent(agent) };
+        if let Some(notify) = dev.driver().notify_free_mad_agent {
             // SAFETY: a driver callback, called as C rdmavt calls it.
             unsafe { notify(dev.as_raw(), i) };
         }
