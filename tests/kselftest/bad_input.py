@@ -35,9 +35,11 @@ def run():
                        lambda: MR(pd, 1 << 62, e.IBV_ACCESS_LOCAL_WRITE, address=0x10000))
             fails_with("CQ larger than max_cqe", errno.EINVAL,
                        lambda: CQ(ctx, attr.max_cqe + 1))
+            # A missing port and a GID index beyond the table are refused by ib_uverbs and
+            # ib_core before rdmavt sees the AH; SL and a multicast DLID without a GRH reach
+            # rvt_check_ah(), which leaves them to the driver (rvt_loop's check_ah).
             fails_with("AH on a port that does not exist", errno.EINVAL,
                        lambda: AH(pd, attr=AHAttr(port_num=2, dlid=1)))
-            # rdmavt's own checks (rvt_check_ah), then the driver's (rvt_loop's check_ah).
             port = ctx.query_port(1)
             fails_with("AH with a GRH whose source GID index is beyond the table", errno.EINVAL,
                        lambda: AH(pd, attr=AHAttr(port_num=1, dlid=1, is_global=1,
