@@ -5,7 +5,7 @@
 
 use kernel::sync::atomic::{atomic_load, Relaxed};
 
-use crate::{bindings, macros::c_export, qp::Qp};
+use crate::{bindings, krwq::ring::rq_count, macros::c_export, qp::Qp};
 
 /// The number of credits each 5-bit AETH credit code stands for (IBTA table 45); code 0x1F
 /// means "no credit information" (`IB_AETH_CREDIT_INVAL`).
@@ -27,17 +27,6 @@ pub(super) fn credit_code(credits: u32) -> u32 {
 pub(super) fn cmp_msn(a: u32, b: u32) -> i32 {
     // CAST: C's `(int)a - (int)b`, shifted so only the low 24 bits count.
     (a as i32).wrapping_sub(b as i32).wrapping_shl(8)
-}
-
-/// `rvt_get_rq_count`: the WQEs between `tail` and `head` in a ring of `size` slots.
-pub(super) fn rq_count(size: u32, head: u32, tail: u32) -> u32 {
-    let count = head.wrapping_sub(tail);
-    // CAST: C's sign test on the difference.
-    if (count as i32) < 0 {
-        count.wrapping_add(size)
-    } else {
-        count
-    }
 }
 
 /// The receive WQEs `qp` has posted, as far as a lock-free look can tell: the kernel ring's
