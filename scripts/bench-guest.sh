@@ -3,14 +3,17 @@
 #
 # The benchmark's guest side (run by scripts/bench.sh inside the VM, once per provider): sets
 # up one RDMA device and runs the perftest matrix over it, server and client in this guest
-# meeting over TCP on 127.0.0.1, the same arguments on every provider.
+# meeting over TCP, the same arguments on every provider.
 #
 #   bench-guest.sh rs|c|rxe|siw
 #
-# rs and c: rvt_loop0 on the rdmavt that scripts/vm.sh loaded; rxe and siw: rxe0 or siw0 over
-# lo, with no rdmavt. Each point's server and client output goes to $RDMAVT_RS_OUT as
-# NAME.server and NAME.client, and one line "NAME STATUS" to $RDMAVT_RS_OUT/status; the host
-# parses the numbers (scripts/bench_report.py). The exit status is 0 only when every point ran.
+# rs and c: rvt_loop0 on the rdmavt that scripts/vm.sh loaded; rxe: rxe0 over lo; siw: siw0
+# over the guest's NIC (scripts/vm.sh --network), with its own address, which the kernel still
+# routes through its loopback: siw over lo has lo's all-zero hardware address as its GID, which
+# the RDMA CM never resolves to it. No rdmavt for rxe and siw. Each point's server and client
+# output goes to $RDMAVT_RS_OUT as NAME.server and NAME.client, and one line "NAME STATUS" to
+# $RDMAVT_RS_OUT/status; the host parses the numbers (scripts/bench_report.py). The exit status
+# is 0 only when every point ran.
 set -u
 tests=$RDMAVT_RS_REPO/tests
 . "$tests/lib/ktap.sh"
@@ -20,19 +23,26 @@ provider=$1
 out=$RDMAVT_RS_OUT
 failed=0
 # iWARP has no connection set-up without the RDMA CM: siw's points add -R, the only argument
-# that differs between providers.
+# that differs between providers, and meet at the NIC's address.
 cm=()
-[ "$provider" != siw ] || cm=(-R)
+server=127.0.0.1
+siw_addr=10.77.0.1
+[ "$provider" != siw ] || { cm=(-R); server=$siw_addr; }
 
 # Loads the provider's driver; sets TRAFFIC_DEV to its device.
 bench_device() {
 	case "$provider" in
 	rs|c) traffic_setup ;;
-	rxe|siw)
+	rxe)
 		ip link set lo up
-		modprobe "$([ "$provider" = rxe ] && echo rdma_rxe || echo siw)" &&
-			rdma link add "${provider}0" type "$provider" netdev lo &&
-			TRAFFIC_DEV=${provider}0 ;;
+		modprobe rdma_rxe && rdma link add rxe0 type rxe netdev lo && TRAFFIC_DEV=rxe0 ;;
+	siw)
+		local nic
+		nic=$(ls /sys/class/net | grep -vx lo | head -1)
+		[ -n "$nic" ] || { echo "no NIC: scripts/vm.sh --network" >&2; return 1; }
+		ip link set lo up && ip link set "$nic" up &&
+			ip addr add "$siw_addr/24" dev "$nic" &&
+			modprobe siw && rdma link add siw0 type siw netdev "$nic" && TRAFFIC_DEV=siw0 ;;
 	*) echo "unknown provider $provider" >&2; return 1 ;;
 	esac
 }
@@ -50,7 +60,7 @@ bench() {
 	while kill -0 "$spid" 2>/dev/null && ! traffic_listening "$port"; do
 		sleep 0.2
 	done
-	timeout "$TRAFFIC_TIMEOUT" "${cmd[@]}" -p "$port" 127.0.0.1 >"$out/$name.client" 2>&1 ||
+	timeout "$TRAFFIC_TIMEOUT" "${cmd[@]}" -p "$port" "$server" >"$out/$name.client" 2>&1 ||
 		crc=$?
 	wait "$spid" || src=$?
 	if [ "$src" = 0 ] && [ "$crc" = 0 ]; then

@@ -7,14 +7,14 @@
 # Builds that kernel (`scripts/kernel.sh --bench`), builds rdmavt.ko and rvt_loop.ko against
 # it in a copy of this tree (.test-results/bench/build: the test build's modules in the tree
 # are never touched), then boots the VM once per provider and runs scripts/bench-guest.sh:
-# rdmavt-rs and C rdmavt each with rvt_loop0, rxe0 and siw0 over lo. The table of results,
-# with each provider's ratio to the C rdmavt, is printed and written to
+# rdmavt-rs and C rdmavt each with rvt_loop0, rxe0 over lo, siw0 over the guest's NIC. The
+# table of results, with each provider's ratio to the C rdmavt, is printed and written to
 # .test-results/bench/results.md, the raw perftest output beside it.
 #
 # Speed never fails the run: it fails only when a build, a boot or a perftest run fails.
 # Under TCG the numbers are only comparable within one run.
 #
-#   scripts/bench.sh [PROVIDER...]    rs, c, rxe, siw (default: rs c rxe; siw: see README)
+#   scripts/bench.sh [PROVIDER...]    rs, c, rxe, siw (default: all four)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,7 +24,7 @@ repo=$(cd "$here/.." && pwd)
 results=$repo/.test-results/bench
 build=$results/build
 providers=("$@")
-[ ${#providers[@]} -gt 0 ] || providers=(rs c rxe)
+[ ${#providers[@]} -gt 0 ] || providers=(rs c rxe siw)
 
 # The tracked and untracked (not ignored) files of this tree, without build products, into
 # $build, and the modules built there against the benchmark kernel.
@@ -40,16 +40,17 @@ build_modules() {
 
 # run_provider KDIR PROVIDER: one VM boot; its raw output in $results/raw/PROVIDER.
 run_provider() {
-	local kdir=$1 p=$2 rdmavt=none
+	local kdir=$1 p=$2 rdmavt=none net=()
 	case "$p" in
 	rs|c) rdmavt=$p ;;
-	rxe|siw) ;;
+	rxe) ;;
+	siw) net=(--network user) ;;
 	*) die "unknown provider $p (rs, c, rxe or siw)" ;;
 	esac
 	rm -rf "$results/raw/$p"
 	mkdir -p "$results/raw/$p"
 	log "bench: $p"
-	KDIR=$kdir bash "$build/scripts/vm.sh" --rdmavt "$rdmavt" --timeout 1500 \
+	KDIR=$kdir bash "$build/scripts/vm.sh" --rdmavt "$rdmavt" --timeout 1500 "${net[@]}" \
 		--out "$results/raw/$p" -- "$build/scripts/bench-guest.sh" "$p" \
 		>"$results/raw/$p/vm.log" 2>&1
 }

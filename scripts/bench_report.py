@@ -98,7 +98,8 @@ def main():
             print(row)
     print()
     print("Commands, the same on both sides (DEV: rvt_loop0, rxe0 or siw0; `-p PORT` and, "
-          "on the client, 127.0.0.1 added):")
+          "on the client, the server's address added: 127.0.0.1, for siw its NIC's; siw adds "
+          "`-R`, iWARP's connection set-up through the RDMA CM):")
     print()
     for n in names:
         print(f"- {n}: `{cmds[n]}`")
