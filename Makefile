@@ -15,6 +15,7 @@
 #                     INSTALL_MOD_PATH. Without KDIR: the cached test kernel's modules dir,
 #                     the one the test VM's modprobe uses (scripts/modules.sh)
 #   make modules_uninstall  remove them again and rerun depmod: the in-tree rdmavt is back
+#   make bench        perftest on rdmavt-rs, C rdmavt, rxe and siw on the benchmark kernel (README)
 #
 # A user's own Rust-enabled kernel: make KDIR=/lib/modules/$(uname -r)/build
 
@@ -74,3 +75,9 @@ clean:
 	if [ -d "$$kdir" ]; then $(KMAKE) clean; fi
 	@rm -f .clippy.log
 	@rm -rf .test-bin
+
+# perftest on rdmavt-rs, the C rdmavt, rxe and siw side by side, on the benchmark kernel (a
+# separate build without the debug options; scripts/bench.sh). Reports speed, never judges it.
+.PHONY: bench
+bench: setup
+	@bash $(SCRIPTS)/bench.sh $(BENCH_PROVIDERS)

@@ -3,6 +3,11 @@
 #
 # Builds the rdmavt-rs test kernel into the cache and prints its build directory.
 #
+#   scripts/kernel.sh            the test kernel (scripts/kconfig/rdmavt-rs.config)
+#   scripts/kernel.sh --bench    the benchmark kernel: the same fragment, then
+#                                scripts/kconfig/bench.config (no KASAN, lockdep, kmemleak,
+#                                UBSAN, KUnit), in its own cache directory
+#
 # The cache key is the kernel version, the hash of the config fragment and the toolchain
 # versions, so a matching build is reused as it is and any change gets a fresh one. A build
 # directory only counts once its `.rdmavt-rs-built` stamp exists: an interrupted build is
@@ -14,11 +19,19 @@ repo=$(cd "$here/.." && pwd)
 . "$here/lib.sh"
 
 fragment=$here/kconfig/rdmavt-rs.config
+# The fragments merged in order, later ones winning; the benchmark kernel adds its own.
+fragments=("$fragment")
+variant=
+case "${1:-}" in
+"") ;;
+--bench) fragments+=("$here/kconfig/bench.config"); variant=bench- ;;
+*) die "usage: kernel.sh [--bench]" ;;
+esac
 
 cache_key() {
 	{
 		echo "$KERNEL_VERSION"
-		cat "$fragment"
+		cat "${fragments[@]}"
 		"$RUSTC_DEBIAN" --version
 		"clang$LLVM_SUFFIX" --version | head -1
 		"$BINDGEN" --version
@@ -80,11 +93,19 @@ kmake() {
 		LIBCLANG_PATH=/usr/lib/llvm${LLVM_SUFFIX}/lib "$@"
 }
 
-# tinyconfig, then the fragment, then a check that every option of the fragment survived
+# Each option's line from the last fragment that sets it: what the .config must show.
+effective_fragment() {
+	awk '/^CONFIG_/ { o = $0; sub(/=.*/, "", o) }
+		/^# CONFIG_.* is not set$/ { o = $2 }
+		o != "" { if (!(o in v)) order[n++] = o; v[o] = $0; o = "" }
+		END { for (i = 0; i < n; i++) print v[order[i]] }' "${fragments[@]}"
+}
+
+# tinyconfig, then the fragments, then a check that every option of the fragment survived
 # olddefconfig: a dependency that silently drops RUST or KASAN must stop the build.
 configure() {
 	kmake -s tinyconfig >/dev/null
-	(cd "$kdir" && scripts/kconfig/merge_config.sh -m .config "$fragment" >/dev/null)
+	(cd "$kdir" && scripts/kconfig/merge_config.sh -m .config "${fragments[@]}" >/dev/null)
 	kmake -s olddefconfig >/dev/null
 	local bad=0 line opt want
 	while IFS= read -r line; do
@@ -96,7 +117,7 @@ configure() {
 			opt=${line#\# }; opt=${opt%% *}
 			if grep -q "^$opt=" "$kdir/.config"; then log "config: $opt is set"; bad=1; fi ;;
 		esac
-	done <"$fragment"
+	done < <(effective_fragment)
 	[ "$bad" = 0 ] || die "kernel config does not match the fragment"
 	kmake -s rustavailable >/dev/null || die "the kernel does not accept the Rust toolchain"
 }
@@ -124,10 +145,11 @@ main() {
 	bash "$here/setup.sh"
 	local key
 	key=$(cache_key)
-	kdir=$CACHE_ROOT/kernel/$KERNEL_VERSION-$key
+	kdir=$CACHE_ROOT/kernel/$KERNEL_VERSION-$variant$key
 	# One build at a time: a second caller waits for the first and then reuses its result.
 	mkdir -p "$CACHE_ROOT/kernel"
-	exec 9>"$CACHE_ROOT/kernel/.lock"
+	# Each kernel has its own lock: a benchmark build never holds up the test kernel's users.
+	exec 9>"$CACHE_ROOT/kernel/.lock${variant:+-${variant%-}}"
 	flock 9
 	if [ ! -f "$kdir/.rdmavt-rs-built" ]; then
 		if [ ! -f "$kdir/Makefile" ]; then
@@ -140,7 +162,8 @@ main() {
 		build
 		touch "$kdir/.rdmavt-rs-built"
 	fi
-	ln -sfn "$kdir" "$CACHE_ROOT/kernel/current"
+	# `current` is the test kernel: the one `make`, the tests and the reference sources use.
+	[ -n "$variant" ] || ln -sfn "$kdir" "$CACHE_ROOT/kernel/current"
 	echo "$kdir"
 }
 

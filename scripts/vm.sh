@@ -3,13 +3,17 @@
 #
 # Boots the cached test kernel in QEMU (TCG) with virtme-ng and runs one command inside.
 #
-#   scripts/vm.sh [--rdmavt rs|c|none] [--timeout SECONDS] [--out DIR] -- CMD [ARGS...]
+#   scripts/vm.sh [--rdmavt rs|c|none] [--timeout SECONDS] [--out DIR] [--network MODE]
+#                 -- CMD [ARGS...]
 #
 # The guest sees the host's root read-only over 9p, so the repository, rdma-core's tools,
 # perftest and python3 are all there at their host paths. Before CMD runs, ib_core and
 # ib_uverbs are loaded, then the chosen rdmavt: `rs` (default) is ours from this checkout, `c`
 # the in-tree C module of the same kernel build, `none` neither. --out DIR is writable in the
-# guest as $RDMAVT_RS_OUT. The exit status is CMD's; 124 means the guest hung past the timeout.
+# guest as $RDMAVT_RS_OUT. --network MODE gives the guest a NIC (vng's --network, without
+# DHCP: the command configures it). KDIR=DIR boots another kernel build, such as the benchmark
+# kernel (scripts/kernel.sh --bench). The exit status is CMD's; 124 means the guest hung past
+# the timeout.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -19,11 +23,13 @@ repo=$(cd "$here/.." && pwd)
 rdmavt=rs
 timeout=600
 out=
+network=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--rdmavt) rdmavt=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
+	--network) network=$2; shift 2 ;;
 	--) shift; break ;;
 	*) die "usage: vm.sh [--rdmavt rs|c|none] [--timeout S] [--out DIR] -- CMD" ;;
 	esac
@@ -60,6 +66,7 @@ vng_args=(--run "$kdir" --disable-kvm --disable-microvm --cpus 2 --memory 3G
 	--append="kmemleak=on printk.devkmsg=on pty.legacy_count=0"
 	--qemu-opts="-device pci-testdev")
 [ -n "$out" ] && { mkdir -p "$out"; vng_args+=(--rwdir "$out"); }
+[ -n "$network" ] && vng_args+=(--network "$network" --no-dhcp)
 
 set +e
 PATH=$(dirname "$VNG"):$PATH timeout --kill-after=15 "$timeout" "$VNG" "${vng_args[@]}" --exec "$guest_cmd" </dev/null
