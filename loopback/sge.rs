@@ -134,6 +134,12 @@ pub(super) enum Store {
     Ordered,
 }
 
+/// Whether `len` bytes at `dst` and at `src` share any byte.
+fn overlap(dst: *mut u8, src: *const u8, len: usize) -> bool {
+    let (d, s) = (dst as usize, src as usize);
+    d < s.wrapping_add(len) && s < d.wrapping_add(len)
+}
+
 /// Copies `len` bytes from `src` to `dst` the way `how` says.
 ///
 /// # Safety
@@ -141,9 +147,14 @@ pub(super) enum Store {
 /// `dst` is valid for `len` bytes of writes and `src` for `len` bytes of reads.
 unsafe fn store(dst: *mut u8, src: *const u8, len: usize, how: Store) {
     match how {
-        // SAFETY: the caller's guarantee; the receiver's memory is distinct from the sender's
-        // (or the copy is of a region onto itself, as C's memcpy also allows in practice).
-        Store::Bulk(CopyMode::Cached) => unsafe { core::ptr::copy(src, dst, len) },
+        // C's memcpy. A WQE may name the same memory as source and destination (an RDMA WRITE
+        // of a buffer onto itself), which memcpy must not be given: then memmove.
+        Store::Bulk(CopyMode::Cached) if overlap(dst, src, len) => {
+            // SAFETY: the caller's guarantee.
+            unsafe { core::ptr::copy(src, dst, len) }
+        }
+        // SAFETY: the caller's guarantee, and the two ranges do not overlap.
+        Store::Bulk(CopyMode::Cached) => unsafe { core::ptr::copy_nonoverlapping(src, dst, len) },
         // SAFETY: the caller's guarantee; `copy_to_nontemporal` takes kernel addresses.
         Store::Bulk(CopyMode::Cacheless) => unsafe {
             bindings::copy_to_nontemporal(dst.cast(), src.cast(), len);

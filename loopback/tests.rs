@@ -121,6 +121,24 @@ mod suite {
     }
 
     #[test]
+    fn copy_onto_an_overlapping_part_of_itself() -> Result {
+        // An RDMA WRITE whose source and destination share memory: bytes 0..96 of a
+        // one-segment region written to 32..128 of it, as memmove would (memcpy must not see
+        // it). Across segments the copy runs segment by segment, in C as here.
+        let mut mr = FakeMr::new(1, 128)?;
+        let data = pattern(128)?;
+        mr.buf.copy_from_slice(&data);
+        let src = mr.buf.as_ptr();
+        let mut list = [mr.sge(32, 96)];
+        let mut ss = state(&mut list);
+        // SAFETY: the state covers 96 bytes of `mr.buf` from 32; `src` has 128 bytes.
+        unsafe { copy_sge(&mut ss, src, 96, false, false, CopyMode::Cached) };
+        assert_eq!(&mr.buf[..32], &data[..32]);
+        assert_eq!(&mr.buf[32..], &data[..96]);
+        Ok(())
+    }
+
+    #[test]
     fn copy_in_pieces_with_copy_last() -> Result {
         let mut mr = FakeMr::new(4, 16)?;
         let mut list = [mr.sge(0, 60)];
