@@ -130,9 +130,10 @@ impl<'a> Rq<'a> {
 
     /// `rq.lock` for an SRQ, nothing for a QP.
     fn shape_lock(&self) -> Option<Guard<'a, (), SpinLockIrqBackend>> {
-        // SAFETY: for an SRQ, `rq.lock` is initialised (type invariant).
-        self.shared
-            .then(|| unsafe { lock(&raw mut (*self.rq).lock) })
+        self.shared.then(|| {
+            // SAFETY: for an SRQ, `rq.lock` is initialised (type invariant).
+            unsafe { lock(&raw mut (*self.rq).lock) }
+        })
     }
 
     /// The ring as it is now.

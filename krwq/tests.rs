@@ -304,10 +304,13 @@ mod suite {
             match c.take() {
                 Ok(Some(w)) => {
                     let want_sges = 1 + (got % 2) as u8;
-                    // SAFETY: `c` is held and the count was checked to be `want_sges`.
+                    let sge_ok = |i| {
+                        // SAFETY: `c` is held and the count was checked to be `want_sges`.
+                        unsafe { w.sge(i) }.addr == got * 2
+                    };
                     let ok = w.wr_id == got
                         && w.num_sge() == Ok(want_sges)
-                        && (0..want_sges).all(|i| unsafe { w.sge(i) }.addr == got * 2);
+                        && (0..want_sges).all(sge_ok);
                     if !ok {
                         s.bad.store(1, Relaxed);
                         s.stop.store(1, Relaxed);

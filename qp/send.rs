@@ -122,10 +122,11 @@ impl Qp {
             return Err(EINVAL);
         }
         // With an empty queue and a single request, the driver may send it from here.
-        // SAFETY: `s_last` is a u32 of the live QP, read atomically (C's READ_ONCE); `wr`
-        // is valid (caller's guarantee).
-        let mut call_send = h.head() == unsafe { atomic_load(&raw mut (*h.raw()).s_last, Relaxed) }
-            && unsafe { (*wr).next }.is_null();
+        // SAFETY: `s_last` is a u32 of the live QP, read atomically (C's READ_ONCE).
+        let s_last = unsafe { atomic_load(&raw mut (*h.raw()).s_last, Relaxed) };
+        // SAFETY: `wr` is valid (caller's guarantee).
+        let single = unsafe { (*wr).next }.is_null();
+        let mut call_send = h.head() == s_last && single;
         let mut posted = 0u32;
         let mut res = Ok(());
         let mut cur = wr;

@@ -292,8 +292,8 @@ impl Buffer {
             GFP_KERNEL,
         )?;
         let mem = KBox::into_raw(mem);
-        // SAFETY: A registered device; `mem` is a live allocation of that size.
         let dma =
+            // SAFETY: A registered device; `mem` is a live allocation of that size.
             unsafe { glue::rvt_loop_kverbs_dma_map(dev.as_ptr(), mem.cast(), size_of::<Mem>()) };
         // SAFETY: As above; `dma` is what the mapping returned.
         if unsafe { glue::rvt_loop_kverbs_dma_mapping_error(dev.as_ptr(), dma) } != 0 {
