@@ -16,7 +16,7 @@ pub(crate) mod ring;
 mod tests;
 
 pub(crate) use flush::flush;
-pub(crate) use post::{post, post_recv};
+pub(crate) use post::{post, post_recv, post_result};
 pub(crate) use ring::Rq;
 
 use kernel::{ffi::c_int, prelude::*};

@@ -33,10 +33,25 @@ pub(crate) unsafe extern "C" fn post_recv(
     // SAFETY: ib_core passes a live QP of ours.
     let qp = unsafe { Qp::from_ib(ibqp) };
     // SAFETY: ib_core passes a valid WR chain.
-    match unsafe { qp.post_recv(wr) } {
+    let res = unsafe { qp.post_recv(wr) };
+    // SAFETY: ib_core's valid out-pointer.
+    unsafe { post_result(res, bad_wr) }
+}
+
+/// What `post_recv` and `post_srq_recv` return to ib_core: 0, or the errno with `*bad_wr`
+/// naming the WR that failed.
+///
+/// # Safety
+///
+/// `bad_wr` is valid for writes.
+pub(crate) unsafe fn post_result(
+    res: Result<(), (Error, *const bindings::ib_recv_wr)>,
+    bad_wr: *mut *const bindings::ib_recv_wr,
+) -> c_int {
+    match res {
         Ok(()) => 0,
         Err((e, bad)) => {
-            // SAFETY: ib_core's valid out-pointer.
+            // SAFETY: the caller's guarantee.
             unsafe { *bad_wr = bad };
             e.to_errno()
         }
@@ -92,12 +107,11 @@ pub(crate) unsafe fn post(
             Err(PostError::Corrupt) => return Err((EINVAL, wr)),
         };
         match flush {
-            // SAFETY: the WR is valid (`wr_id` is the union member a verbs caller sets).
-            Some(qp) => super::flush::complete(
-                qp,
-                unsafe { w.__bindgen_anon_1.wr_id },
-                bindings::ib_wc_status::IB_WC_WR_FLUSH_ERR,
-            ),
+            Some(qp) => {
+                // SAFETY: the WR is valid (`wr_id` is the union member a verbs caller sets).
+                let wr_id = unsafe { w.__bindgen_anon_1.wr_id };
+                super::flush::complete(qp, wr_id, bindings::ib_wc_status::IB_WC_WR_FLUSH_ERR)
+            }
             // SAFETY: `num_sge` was checked against `max_sge` above.
             None => unsafe { p.push(at, w) },
         }

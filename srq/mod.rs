@@ -269,12 +269,7 @@ pub(crate) unsafe extern "C" fn post_srq_recv(
     // SAFETY: ib_core's live SRQ.
     let srq = unsafe { Srq::from_ib(ibsrq) };
     // SAFETY: ib_core's valid WR chain.
-    match unsafe { krwq::post(srq.rq(), wr, None) } {
-        Ok(()) => 0,
-        Err((e, bad)) => {
-            // SAFETY: ib_core's valid out-pointer.
-            unsafe { *bad_wr = bad };
-            e.to_errno()
-        }
-    }
+    let res = unsafe { krwq::post(srq.rq(), wr, None) };
+    // SAFETY: ib_core's valid out-pointer.
+    unsafe { krwq::post_result(res, bad_wr) }
 }
