@@ -89,8 +89,9 @@ impl Qp {
     }
 
     /// C's `init_sge()`: checks each SGE's lkey for local write and builds `r_sge` and
-    /// `r_len`. A bad key (or an SGE count a user ring corrupted) completes the WQE with
-    /// IB_WC_LOC_PROT_ERR, having dropped the MR references taken so far.
+    /// `r_len`. A bad key, an SGE count a user ring corrupted, or SGE lengths whose sum does
+    /// not fit `r_len`'s 32 bits complete the WQE with IB_WC_LOC_PROT_ERR, having dropped the
+    /// MR references taken so far.
     fn init_sge(&self, r: &RecvGuard<'_>, wqe: &Rwqe) -> Result<(), Corrupt> {
         let qp = r.raw();
         let res = wqe.num_sge().and_then(|n| self.take_recv_sges(r, wqe, n));
@@ -140,8 +141,16 @@ impl Qp {
                     put_sges(ss, j);
                     return Err(Corrupt);
                 }
-                (*qp).r_len += sge.length;
                 j += 1;
+                // A user ring can name one large MR in every SGE, so the sum can pass 4 GiB
+                // (the IB maximum message is 2 GiB). C lets it wrap; unchecked here it would
+                // be a kernel BUG under the overflow checks. Refused as a corrupt WQE, with
+                // the reference this SGE just took given back too.
+                let Some(len) = (*qp).r_len.checked_add(sge.length) else {
+                    put_sges(ss, j);
+                    return Err(Corrupt);
+                };
+                (*qp).r_len = len;
             }
             (*ss).num_sge = j as u8;
             (*ss).total_len = (*qp).r_len;

@@ -6,7 +6,8 @@
 # On rdmavt-rs a send to the QP must fail cleanly; the C rdmavt, the reference, receives into
 # the ring for a hostile head (it bounds only the tail), which its run expects. The kernel log
 # (checked by the VM run) must stay free of KASAN reports. The num_sge case runs on rdmavt-rs
-# only: the C rdmavt trusts num_sge and reads past the WQE.
+# only: the C rdmavt trusts num_sge and reads past the WQE. The SGE-sum case runs on both: C
+# lets the 32-bit sum of the lengths wrap and receives, rdmavt-rs refuses the WQE.
 set -u
 tests=$(cd "$(dirname "$0")/.." && pwd)
 . "$tests/lib/ktap.sh"

@@ -13,6 +13,11 @@
  *   num_sge  a posted WQE whose num_sge is 255, over the QP's max_recv_sge: the C rdmavt
  *            trusts it and reads (and copies SGEs) past the WQE, so the wrapper runs this
  *            case on rdmavt-rs only
+ *   sge sum  a WQE posted through ibv_post_recv whose SGEs (max_recv_sge of them, all one
+ *            large MR) add up to more than 4 GiB: every value is legal on its own. The C
+ *            rdmavt lets the 32-bit sum wrap and receives; rdmavt-rs once panicked the kernel
+ *            here (an overflow check in rvt_get_rwqe) and now refuses the WQE. Either way the
+ *            MR must deregister afterwards: no SGE keeps a reference to it.
  *
  * With --c-reference (the wrapper's run on the C rdmavt) the head cases expect what C does:
  * it bounds the tail but counts WQEs from the hostile head, so it takes the slot at the tail
@@ -23,6 +28,7 @@
  * A send that cannot be posted or never completes fails the case.
  */
 #include <stdint.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <rdma/rvt-abi.h>
 #include "verbs_util.h"
@@ -123,15 +129,15 @@ static int rc_connect(struct ibv_qp *qp, uint32_t dest)
 			     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
-static struct ibv_qp *rc_qp(struct ibv_cq *scq, struct ibv_cq *rcq)
+static struct ibv_qp *rc_qp(struct ibv_cq *scq, struct ibv_cq *rcq, uint32_t max_recv_sge)
 {
 	struct ibv_qp_init_attr ia = {
 		.send_cq = scq, .recv_cq = rcq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 4, .max_recv_wr = 3, .max_send_sge = 1, .max_recv_sge = 1 },
+		.cap = { .max_send_wr = 4, .max_recv_wr = 3, .max_send_sge = 1,
+			 .max_recv_sge = max_recv_sge },
 	};
-	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
 
-	return qp;
+	return ibv_create_qp(pd, &ia);
 }
 
 static void destroy_pair(struct pair *p)
@@ -146,8 +152,8 @@ static void destroy_pair(struct pair *p)
 		ibv_destroy_cq(p->rcq);
 }
 
-/* 0, or an errno. */
-static int make_pair(struct ibv_context *ctx, struct pair *p)
+/* 0, or an errno. The receiving QP takes up to max_recv_sge SGEs per WQE. */
+static int make_pair(struct ibv_context *ctx, struct pair *p, uint32_t max_recv_sge)
 {
 	struct ibv_qp_attr a;
 	struct ibv_qp_init_attr ia;
@@ -157,10 +163,10 @@ static int make_pair(struct ibv_context *ctx, struct pair *p)
 	p->rcq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
 	if (!p->scq || !p->rcq)
 		return errno ? errno : ENOMEM;
-	p->send = rc_qp(p->scq, p->scq);
+	p->send = rc_qp(p->scq, p->scq, 1);
 	if (!p->send)
 		return errno;
-	p->recv = rc_qp(p->rcq, p->rcq);
+	p->recv = rc_qp(p->rcq, p->rcq, max_recv_sge);
 	if (!p->recv)
 		return errno;
 	if (ibv_query_qp(p->recv, &a, IBV_QP_CAP, &ia))
@@ -207,6 +213,25 @@ static enum outcome send_and_see(struct pair *p, const char **why)
 	return ACCEPTED;
 }
 
+/* Reports how a send into the pair's posted receive WQE was taken, against what was wanted. */
+static void report(const char *name, struct pair *p, enum outcome want)
+{
+	const char *why = "";
+
+	switch (send_and_see(p, &why)) {
+	case REFUSED:
+		tap_result(want == REFUSED, "%s: refused (%s)", name, why);
+		break;
+	case ACCEPTED:
+		tap_result(want == ACCEPTED, "%s: received%s", name,
+			   want == ACCEPTED ? ", as the C rdmavt does" : "");
+		break;
+	case BROKEN:
+		tap_result(0, "%s: send or poll failed: %s", name, why);
+		break;
+	}
+}
+
 typedef void (*spoil_fn)(struct pair *p);
 
 static void spoil_head(struct pair *p)
@@ -239,8 +264,7 @@ static void run_case(struct ibv_context *ctx, const char *name, spoil_fn spoil, 
 		     enum outcome want)
 {
 	struct pair p;
-	const char *why = "";
-	int ret = make_pair(ctx, &p);
+	int ret = make_pair(ctx, &p, 1);
 
 	if (ret) {
 		tap_result(0, "%s: two connected RC QPs (%s)", name, strerror(ret));
@@ -253,20 +277,66 @@ static void run_case(struct ibv_context *ctx, const char *name, spoil_fn spoil, 
 	if (!keep_wqe)
 		__atomic_store_n(&p.ring->head.val, 0, __ATOMIC_RELEASE);
 	spoil(&p);
-	switch (send_and_see(&p, &why)) {
-	case REFUSED:
-		tap_result(want == REFUSED, "%s: refused (%s)", name, why);
-		break;
-	case ACCEPTED:
-		tap_result(want == ACCEPTED, "%s: the kernel received into a hostile ring%s", name,
-			   want == ACCEPTED ? ", as the C rdmavt does" : "");
-		break;
-	case BROKEN:
-		tap_result(0, "%s: send or poll failed: %s", name, why);
-		break;
-	}
+	report(name, &p, want);
 out:
 	destroy_pair(&p);
+}
+
+/*
+ * One receive WQE of max_recv_sge SGEs, each the whole of one MR just large enough that
+ * their lengths add up past 4 GiB, posted through libibverbs; then a 64-byte send into it.
+ */
+static void run_sge_sum_case(struct ibv_context *ctx, uint32_t max_recv_sge, enum outcome want)
+{
+	const char *name = "SGE lengths adding up past 4 GiB";
+	size_t page = sysconf(_SC_PAGESIZE);
+	size_t len = ((1ULL << 32) / max_recv_sge + page) & ~(page - 1);
+	struct ibv_sge *sges = calloc(max_recv_sge, sizeof(*sges));
+	struct ibv_recv_wr wr = { .wr_id = MAGIC_WR_ID, .num_sge = max_recv_sge }, *bad;
+	struct ibv_mr *big_mr = NULL;
+	struct pair p;
+	void *big;
+	uint32_t i;
+	int ret;
+
+	if (max_recv_sge < 16) {
+		/* Each SGE would need an MR of 256 MiB or more. */
+		tap_skip(name, "the device takes fewer than 16 receive SGEs");
+		free(sges);
+		return;
+	}
+	big = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ret = make_pair(ctx, &p, max_recv_sge);
+	if (ret || !sges || big == MAP_FAILED) {
+		tap_result(0, "%s: a pair with %u receive SGEs and %zu bytes of memory (%s)", name,
+			   max_recv_sge, len, strerror(ret ? ret : ENOMEM));
+		goto out;
+	}
+	big_mr = ibv_reg_mr(pd, big, len, IBV_ACCESS_LOCAL_WRITE);
+	if (!big_mr) {
+		tap_result(0, "%s: register %zu bytes: %s", name, len, strerror(errno));
+		goto out;
+	}
+	for (i = 0; i < max_recv_sge; i++)
+		sges[i] = (struct ibv_sge){ .addr = (uintptr_t)big, .length = len,
+					    .lkey = big_mr->lkey };
+	wr.sg_list = sges;
+	ret = ibv_post_recv(p.recv, &wr, &bad);
+	if (ret) {
+		tap_result(0, "%s: ibv_post_recv: %s", name, strerror(ret));
+		goto out;
+	}
+	report(name, &p, want);
+	ret = ibv_dereg_mr(big_mr);
+	big_mr = NULL;
+	expect_errno(ret, 0, "SGE lengths past 4 GiB: the MR deregisters, no reference left");
+out:
+	if (big_mr)
+		ibv_dereg_mr(big_mr);
+	destroy_pair(&p);
+	if (big != MAP_FAILED)
+		munmap(big, len);
+	free(sges);
 }
 
 int main(int argc, char **argv)
@@ -275,11 +345,12 @@ int main(int argc, char **argv)
 	int c_reference = argc > 1 && !strcmp(argv[1], "--c-reference");
 	enum outcome head_case = c_reference ? ACCEPTED : REFUSED;
 	struct ibv_context *ctx = open_test_device();
+	struct ibv_device_attr da;
 	struct ibv_port_attr pa;
 	struct ibv_cq *cq;
 
 	printf("TAP version 13\n");
-	if (!ctx || ibv_query_port(ctx, 1, &pa)) {
+	if (!ctx || ibv_query_port(ctx, 1, &pa) || ibv_query_device(ctx, &da)) {
 		tap_result(0, "open %s", TEST_DEVICE);
 		return tap_finish();
 	}
@@ -300,6 +371,7 @@ int main(int argc, char **argv)
 	else
 		tap_skip("num_sge over max_recv_sge",
 			 "C rdmavt trusts the ring's num_sge and reads past the WQE");
+	run_sge_sum_case(ctx, da.max_sge, c_reference ? ACCEPTED : REFUSED);
 	ibv_dereg_mr(mr);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
