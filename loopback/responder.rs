@@ -359,7 +359,16 @@ impl Responder<'_, '_> {
         )?;
         let ss = self.busy.s_sge();
         ss.sg_list = core::ptr::null_mut();
-        ss.num_sge = 1;
+        if length == 0 {
+            // The rkey is checked as C checks it, but no copy will consume the source and give
+            // its region reference back: give it back now. C leaks it, and the responder's MR
+            // can then never be deregistered.
+            // SAFETY: the reference the rkey check just took; the SGE is not used again.
+            unsafe { bindings::rdmavt_rs_rvt_put_mr(ss.sge.mr) };
+            ss.num_sge = 0;
+        } else {
+            ss.num_sge = 1;
+        }
         let qp = self.qp();
         // SAFETY: `r_sge` is the responder's, protected by `r_lock`, held; the WQE's SGEs
         // are the destination.
