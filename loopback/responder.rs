@@ -71,6 +71,43 @@ fn drop_packet(port: &Port, sqp: &Qp) -> Delivery {
     }
 }
 
+/// A local operation (REG_MR, LOCAL_INV) acts on the sender alone, so it completes whatever
+/// the destination, as hfi1's requesters do it. The C rdmavt's loopback looks for the
+/// destination first and drops the WQE with the message when it is missing or cannot receive
+/// (RC: IB_WC_RETRY_EXC_ERR; UC: IB_WC_SUCCESS) without invalidating the rkey, and leaves a
+/// deferred LOCAL_INV counted in `local_ops_pending` for good. `None`: not a local operation.
+fn local_operation(sqp: &Qp, wqe: *mut bindings::rvt_swqe) -> Option<Delivery> {
+    // SAFETY: the WQE at `s_last` does not change while the sender holds its send engine.
+    let wr = unsafe { &(*wqe).__bindgen_anon_1.wr };
+    match wr.opcode {
+        // The registration itself happened at post time; only its completion is left.
+        ib_wr_opcode::IB_WR_REG_MR => Some(done()),
+        ib_wr_opcode::IB_WR_LOCAL_INV => Some(local_invalidate(sqp, wr)),
+        _ => None,
+    }
+}
+
+/// LOCAL_INV: invalidates the rkey at the sender, unless the post did it already (it was
+/// neither fenced nor behind another pending local operation).
+fn local_invalidate(sqp: &Qp, wr: &bindings::ib_send_wr) -> Delivery {
+    // CAST: a send flag bit.
+    let completion_only = (bindings::ib_send_flags_IB_SEND_RESERVED_START << 1) as c_int;
+    if wr.send_flags & completion_only != 0 {
+        return done();
+    }
+    // SAFETY: `invalidate_rkey` is the member LOCAL_INV fills; the sender is live.
+    let failed = unsafe { bindings::rvt_invalidate_rkey(sqp.as_raw(), wr.ex.invalidate_rkey) } != 0;
+    let status = if failed {
+        ib_wc_status::IB_WC_LOC_PROT_ERR
+    } else {
+        ib_wc_status::IB_WC_SUCCESS
+    };
+    Delivery::Done {
+        status,
+        local_op: true,
+    }
+}
+
 /// Step 2, the responder: delivers `wqe` to `dest` with only `dest`'s `r_lock` held.
 pub(super) fn deliver(
     busy: &mut Busy<'_>,
@@ -79,6 +116,9 @@ pub(super) fn deliver(
     wqe: *mut bindings::rvt_swqe,
 ) -> Delivery {
     let sqp = busy.qp;
+    if let Some(delivery) = local_operation(sqp, wqe) {
+        return delivery;
+    }
     let Some(qp) = dest else {
         return drop_packet(port, sqp);
     };
@@ -191,8 +231,6 @@ impl Responder<'_, '_> {
         *self.busy.s_len() = length;
         let op = self.wr().opcode;
         match op {
-            ib_wr_opcode::IB_WR_REG_MR => Ok(done()),
-            ib_wr_opcode::IB_WR_LOCAL_INV => Ok(self.local_invalidate()),
             ib_wr_opcode::IB_WR_SEND
             | ib_wr_opcode::IB_WR_SEND_WITH_IMM
             | ib_wr_opcode::IB_WR_SEND_WITH_INV => self.send(),
@@ -204,29 +242,6 @@ impl Responder<'_, '_> {
                 self.atomic()
             }
             _ => Ok(Delivery::Failed(ib_wc_status::IB_WC_LOC_QP_OP_ERR)),
-        }
-    }
-
-    /// LOCAL_INV: invalidates the rkey at the sender (unless the post did it already).
-    fn local_invalidate(&self) -> Delivery {
-        let wr = self.wr();
-        // CAST: a send flag bit.
-        let completion_only = (bindings::ib_send_flags_IB_SEND_RESERVED_START << 1) as c_int;
-        if wr.send_flags & completion_only != 0 {
-            return done();
-        }
-        // SAFETY: `invalidate_rkey` is the member LOCAL_INV fills; the sender is live.
-        let failed =
-            unsafe { bindings::rvt_invalidate_rkey(self.sqp().as_raw(), wr.ex.invalidate_rkey) }
-                != 0;
-        let status = if failed {
-            ib_wc_status::IB_WC_LOC_PROT_ERR
-        } else {
-            ib_wc_status::IB_WC_SUCCESS
-        };
-        Delivery::Done {
-            status,
-            local_op: true,
         }
     }
 

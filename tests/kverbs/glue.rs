@@ -63,4 +63,8 @@ extern "C" {
         dma_addr: u64,
         size: usize,
     );
+    pub(crate) fn rvt_loop_kverbs_alloc_mr(pd: *mut bindings::ib_pd) -> *mut bindings::ib_mr;
+    pub(crate) fn rvt_loop_kverbs_dereg_mr(mr: *mut bindings::ib_mr) -> c_int;
+    pub(crate) fn rvt_loop_kverbs_map_mr(mr: *mut bindings::ib_mr, dma: u64, len: c_uint) -> c_int;
+    pub(crate) fn rvt_loop_kverbs_on_rdmavt_rs() -> bool;
 }

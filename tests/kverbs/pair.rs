@@ -5,9 +5,9 @@
 
 use crate::{
     bindings,
-    verbs::{Buffer, Cq, Device, Pd, Qp, QUEUE_DEPTH},
+    verbs::{Buffer, Cq, Device, Mr, Pd, Qp, DATA_LEN, QUEUE_DEPTH},
 };
-use kernel::prelude::*;
+use kernel::{ffi::c_int, prelude::*};
 
 /// The port every QP uses.
 const PORT: u32 = 1;
@@ -180,6 +180,63 @@ impl Pair {
             Op::CmpSwap { compare, swap } => self.post_atomic(side, peer, wr, compare, swap),
             Op::FetchAdd { add } => self.post_atomic(side, peer, wr, add, 0),
         }
+    }
+
+    /// A fast-register MR on this pair's PD over `side`'s data area, not yet registered.
+    pub(crate) fn alloc_mr(&self, side: &Side) -> Result<Mr> {
+        Mr::new(&self.pd, side.buf.data_addr(0), DATA_LEN)
+    }
+
+    /// Posts a signalled REG_MR of `mr` under its current key, for local and remote writes.
+    pub(crate) fn reg_mr(&self, side: &Side, wr_id: u64, mr: &Mr) -> Result {
+        let mut wr = bindings::ib_reg_wr {
+            wr: bindings::ib_send_wr {
+                opcode: bindings::ib_wr_opcode::IB_WR_REG_MR,
+                send_flags: bindings::ib_send_flags_IB_SEND_SIGNALED,
+                ..Default::default()
+            },
+            mr: mr.as_ptr(),
+            key: mr.key(),
+            access: (bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE
+                | bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE) as c_int,
+        };
+        wr.wr.__bindgen_anon_1.wr_id = wr_id;
+        side.qp.post_send(&wr)
+    }
+
+    /// Posts a signalled LOCAL_INV of `key`; `fence`: it waits for the WRs before it, so the
+    /// post cannot invalidate at once and leaves it to the send engine.
+    pub(crate) fn local_inv(&self, side: &Side, wr_id: u64, key: u32, fence: bool) -> Result {
+        let mut flags = bindings::ib_send_flags_IB_SEND_SIGNALED;
+        if fence {
+            flags |= bindings::ib_send_flags_IB_SEND_FENCE;
+        }
+        let mut wr = bindings::ib_send_wr {
+            opcode: bindings::ib_wr_opcode::IB_WR_LOCAL_INV,
+            send_flags: flags,
+            ..Default::default()
+        };
+        wr.__bindgen_anon_1.wr_id = wr_id;
+        wr.ex.invalidate_rkey = key;
+        side.qp.post_send(&wr)
+    }
+
+    /// Posts a SEND of `side`'s first 8 bytes through `lkey` instead of the PD's DMA key.
+    pub(crate) fn send_with_lkey(&self, side: &Side, wr_id: u64, lkey: u32) -> Result {
+        let mut sge = bindings::ib_sge {
+            addr: side.buf.data_addr(0),
+            length: 8,
+            lkey,
+        };
+        let mut wr = bindings::ib_send_wr {
+            sg_list: &mut sge,
+            num_sge: 1,
+            opcode: bindings::ib_wr_opcode::IB_WR_SEND,
+            send_flags: bindings::ib_send_flags_IB_SEND_SIGNALED,
+            ..Default::default()
+        };
+        wr.__bindgen_anon_1.wr_id = wr_id;
+        side.qp.post_send(&wr)
     }
 
     fn post_atomic(

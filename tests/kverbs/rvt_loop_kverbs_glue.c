@@ -6,7 +6,9 @@
  */
 
 #include <linux/dma-direction.h>
+#include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/scatterlist.h>
 #include <linux/string.h>
 #include <rdma/ib_verbs.h>
 
@@ -131,4 +133,43 @@ int rvt_loop_kverbs_dma_mapping_error(struct ib_device *ibdev, u64 dma_addr)
 void rvt_loop_kverbs_dma_unmap(struct ib_device *ibdev, u64 dma_addr, size_t size)
 {
 	ib_dma_unmap_single(ibdev, dma_addr, size, DMA_BIDIRECTIONAL);
+}
+
+/* A fast-register MR on @pd for up to two pages (a small buffer may straddle a boundary). */
+struct ib_mr *rvt_loop_kverbs_alloc_mr(struct ib_pd *pd)
+{
+	return ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, 2);
+}
+
+int rvt_loop_kverbs_dereg_mr(struct ib_mr *mr)
+{
+	return ib_dereg_mr(mr);
+}
+
+/* Maps @len bytes at DMA address @dma into @mr's page list: 1 when they all fit. */
+int rvt_loop_kverbs_map_mr(struct ib_mr *mr, u64 dma, unsigned int len)
+{
+	struct scatterlist sg;
+
+	sg_init_table(&sg, 1);
+	sg_dma_address(&sg) = dma;
+	sg_dma_len(&sg) = len;
+	return ib_map_mr_sg(mr, &sg, 1, NULL, PAGE_SIZE);
+}
+
+/*
+ * Whether the rdmavt loaded is rdmavt-rs, which exports a marker symbol of its own: the
+ * tests of the C rdmavt's bugs expect what each variant does.
+ */
+bool rvt_loop_kverbs_on_rdmavt_rs(void)
+{
+	static const char marker[] = "rdmavt_rs_soft_device_ok";
+
+	if (!__symbol_get(marker))
+		return false;
+	/* By name: symbol_put_addr() only takes a function's address, and this is data. */
+#ifdef CONFIG_MODULE_UNLOAD
+	__symbol_put(marker);
+#endif
+	return true;
 }

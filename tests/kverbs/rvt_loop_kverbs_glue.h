@@ -10,6 +10,7 @@
 
 struct ib_cq;
 struct ib_device;
+struct ib_mr;
 struct ib_pd;
 struct ib_qp;
 struct ib_qp_init_attr;
@@ -36,5 +37,9 @@ void rvt_loop_kverbs_set_av(struct ib_device *ibdev, struct rdma_ah_attr *ah, u3
 u64 rvt_loop_kverbs_dma_map(struct ib_device *ibdev, void *cpu_addr, size_t size);
 int rvt_loop_kverbs_dma_mapping_error(struct ib_device *ibdev, u64 dma_addr);
 void rvt_loop_kverbs_dma_unmap(struct ib_device *ibdev, u64 dma_addr, size_t size);
+struct ib_mr *rvt_loop_kverbs_alloc_mr(struct ib_pd *pd);
+int rvt_loop_kverbs_dereg_mr(struct ib_mr *mr);
+int rvt_loop_kverbs_map_mr(struct ib_mr *mr, u64 dma, unsigned int len);
+bool rvt_loop_kverbs_on_rdmavt_rs(void);
 
 #endif /* RVT_LOOP_KVERBS_GLUE_H */

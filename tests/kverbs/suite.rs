@@ -9,7 +9,7 @@ mod tests {
     use crate::{
         bindings::{ib_wc_opcode as O, ib_wc_status as S},
         pair::{check, check_bytes, Expect, Op, Pair, RNR_RETRY_FOREVER},
-        verbs::DATA_LEN,
+        verbs::{on_rdmavt_rs, DATA_LEN},
     };
     use kernel::prelude::*;
 
@@ -231,6 +231,41 @@ mod tests {
             imm: None,
         })?;
         check_bytes("the peer's memory", &p.b.buf.data(), &[0; DATA_LEN])?;
+        quiet(&p)
+    }
+
+    /// A fenced LOCAL_INV, which the post leaves to the send engine, on a QP whose peer
+    /// cannot receive (it is in the error state): a local operation, it invalidates the key
+    /// and completes, as hfi1's requesters do it whatever the peer. The C rdmavt's loopback
+    /// drops it with the peer instead: IB_WC_RETRY_EXC_ERR, the key still valid (a C bug,
+    /// listed in the README), which its run expects.
+    #[test]
+    fn fenced_local_inv_without_peer() -> Result {
+        let p = Pair::new(RNR_RETRY_FOREVER)?;
+        let mr = p.alloc_mr(&p.b)?;
+        p.reg_mr(&p.b, 0x500, &mr)?;
+        p.b.expect(&sent(0x500, O::IB_WC_REG_MR, 0))?;
+        p.to_error(&p.a)?;
+        p.local_inv(&p.b, 0x501, mr.key(), true)?;
+        if !on_rdmavt_rs() {
+            p.b.expect(&Expect {
+                wr_id: 0x501,
+                status: S::IB_WC_RETRY_EXC_ERR,
+                opcode: O::IB_WC_LOCAL_INV,
+                byte_len: 0,
+                imm: None,
+            })?;
+            return quiet(&p);
+        }
+        p.b.expect(&sent(0x501, O::IB_WC_LOCAL_INV, 0))?;
+        // The key is invalid now: a WR that names it is refused at post, as a bad lkey.
+        let errno = |e: Error| u64::from(e.to_errno().unsigned_abs());
+        let refused = p.send_with_lkey(&p.b, 0x502, mr.key()).err();
+        check(
+            "errno of a post naming the invalidated key",
+            refused.map_or(0, errno),
+            errno(EINVAL),
+        )?;
         quiet(&p)
     }
 

@@ -256,6 +256,59 @@ unsafe impl SendWr for bindings::ib_send_wr {}
 unsafe impl SendWr for bindings::ib_rdma_wr {}
 // SAFETY: As for `ib_rdma_wr`.
 unsafe impl SendWr for bindings::ib_atomic_wr {}
+// SAFETY: As for `ib_rdma_wr`.
+unsafe impl SendWr for bindings::ib_reg_wr {}
+
+/// A fast-register MR, whose key is published by a REG_MR work request.
+///
+/// # Invariants
+///
+/// `0` came from ib_alloc_mr() and is not deregistered yet.
+pub(crate) struct Mr(NonNull<bindings::ib_mr>);
+
+impl Mr {
+    /// An MR on `pd` over `len` bytes at DMA address `dma`, not yet registered.
+    pub(crate) fn new(pd: &Pd, dma: u64, len: usize) -> Result<Self> {
+        // SAFETY: A live PD, which the owner keeps until this MR is deregistered.
+        let mr = from_err_ptr(unsafe { glue::rvt_loop_kverbs_alloc_mr(pd.as_ptr()) })?;
+        // INVARIANT: An MR from ib_alloc_mr(), which never returns NULL.
+        let mr = Self(NonNull::new(mr).ok_or(ENOMEM)?);
+        // SAFETY: A live MR, not registered yet; the memory stays mapped while it is used.
+        let mapped = unsafe { glue::rvt_loop_kverbs_map_mr(mr.as_ptr(), dma, len.try_into()?) };
+        if mapped != 1 {
+            pr_err!("ib_map_mr_sg: {mapped}\n");
+            return Err(EINVAL);
+        }
+        Ok(mr)
+    }
+
+    pub(crate) fn as_ptr(&self) -> *mut bindings::ib_mr {
+        self.0.as_ptr()
+    }
+
+    /// The MR's key, used both as lkey and rkey by a fast-register MR.
+    pub(crate) fn key(&self) -> u32 {
+        // SAFETY: A live MR (type invariant); the key changes only through work requests
+        // this test posts and waits for.
+        unsafe { (*self.as_ptr()).rkey }
+    }
+}
+
+impl Drop for Mr {
+    fn drop(&mut self) {
+        // SAFETY: A live MR (type invariant), not used again; no WR that names it is pending.
+        let ret = unsafe { glue::rvt_loop_kverbs_dereg_mr(self.as_ptr()) };
+        if ret != 0 {
+            pr_err!("ib_dereg_mr: {ret}\n");
+        }
+    }
+}
+
+/// Whether rdmavt is rdmavt-rs rather than the C rdmavt, for the tests of the C rdmavt's bugs.
+pub(crate) fn on_rdmavt_rs() -> bool {
+    // SAFETY: No preconditions.
+    unsafe { glue::rvt_loop_kverbs_on_rdmavt_rs() }
+}
 
 /// The bytes a test sends, receives, reads and writes.
 pub(crate) const DATA_LEN: usize = 64;
