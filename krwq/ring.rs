@@ -17,7 +17,7 @@
 use core::{marker::PhantomData, mem::size_of, ptr};
 
 use kernel::sync::{
-    atomic::{Acquire, Atomic, Release},
+    atomic::{Acquire, Atomic, Relaxed, Release},
     lock::{spinlock::SpinLockIrqBackend, Guard, Lock},
 };
 
@@ -215,6 +215,28 @@ impl<'a> Rq<'a> {
     pub(crate) fn max_sge(&self) -> u8 {
         // SAFETY: a live queue (type invariant); `max_sge` is never changed after creation.
         unsafe { (*self.rq).max_sge }
+    }
+
+    /// The WQEs posted and not yet taken, as far as a look without either side's lock can
+    /// tell (C's `rvt_compute_aeth()`): the consumer's cached count, else the distance from
+    /// `tail` to `head` of the ring the two sides use, with an index outside the ring (which
+    /// user space wrote) taken as 0. The two reads are not one snapshot: a credit computed
+    /// from them may be stale, and the next ACK corrects it, as in C. An SRQ's ring, which a
+    /// resize could replace under the look, answers 0 (its QPs advertise no credits).
+    pub(crate) fn posted_unlocked(&self) -> u32 {
+        if self.shared {
+            return 0;
+        }
+        // SAFETY: a QP's ring never changes shape (type invariant).
+        let ring = unsafe { self.ring() };
+        // SAFETY: `count` is an aligned u32 of the live ring, written only by the consumer.
+        // ORDERING: a hint, as C's READ_ONCE: nothing is read through it.
+        let count = unsafe { Atomic::from_ptr(&raw mut (*ring.kwq).count) }.load(Relaxed);
+        if count != 0 {
+            return count;
+        }
+        let index = |i| ring.snapshot(i).unwrap_or(0);
+        rq_count(ring.size, index(ring.head()), index(ring.tail()))
     }
 }
 

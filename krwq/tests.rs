@@ -190,6 +190,33 @@ mod suite {
         assert_eq!(take(q.rq()), Ok(Some((1, Ok(1)))));
     }
 
+    /// The credit an RC ACK advertises counts the indices the two sides move: the mmap'ed
+    /// ring's for a user queue, even without mmap info, where the C rdmavt and (once) our
+    /// `rvt_compute_aeth` read the kernel ring's, which nothing moves.
+    #[test]
+    fn posted_unlocked_counts_the_ring_in_use() {
+        for user in [false, true] {
+            let q = TestRq::new(8, 1, user);
+            assert_eq!(q.rq().posted_unlocked(), 0);
+            for i in 0..3 {
+                assert_eq!(post(q.rq(), i, 1), Ok(()));
+            }
+            assert_eq!(q.rq().posted_unlocked(), 3);
+            assert_eq!(take(q.rq()), Ok(Some((0, Ok(1)))));
+            // The consumer's cached count, as C reads it first.
+            assert_eq!(q.rq().posted_unlocked(), 2);
+        }
+        let q = TestRq::new(8, 1, true);
+        let (head, tail) = q.user_indices();
+        // SAFETY: user space may write anything there; so does this test.
+        unsafe {
+            head.write_volatile(u32::MAX);
+            tail.write_volatile(6);
+        }
+        // A hostile index counts as 0, as in C: from tail 6 to head 0 are 2 WQEs.
+        assert_eq!(q.rq().posted_unlocked(), 2);
+    }
+
     #[test]
     fn hostile_user_num_sge() {
         let q = TestRq::new(4, 2, true);

@@ -3,9 +3,7 @@
 //! RC end-to-end flow control: the credit field of the AETH (IBTA 9.7.7.2), which tells the
 //! requester how many receive WQEs the responder has posted.
 
-use kernel::sync::atomic::{atomic_load, Relaxed};
-
-use crate::{bindings, krwq::ring::rq_count, macros::c_export, qp::Qp};
+use crate::{bindings, krwq::ring::Rq, macros::c_export, qp::Qp};
 
 /// The number of credits each 5-bit AETH credit code stands for (IBTA table 45); code 0x1F
 /// means "no credit information" (`IB_AETH_CREDIT_INVAL`).
@@ -29,43 +27,22 @@ pub(super) fn cmp_msn(a: u32, b: u32) -> i32 {
     (a as i32).wrapping_sub(b as i32).wrapping_shl(8)
 }
 
-/// The receive WQEs `qp` has posted, as far as a lock-free look can tell: the kernel ring's
-/// count, or the distance from tail to head of the ring (the mmap'ed one for a user QP, whose
-/// indices are hostile and clamped to the ring).
+/// The receive WQEs `qp` has posted, as far as a lock-free look can tell: the ring's own
+/// [`Rq::posted_unlocked`], so that the credit counts the indices that `post_recv` and
+/// `rvt_get_rwqe` move (the mmap'ed ring's whenever the QP has one).
 ///
 /// # Safety
 ///
 /// `qp` is a live QP with its own receive queue (no SRQ).
 unsafe fn posted_receives(qp: *mut bindings::rvt_qp) -> u32 {
-    // SAFETY: `r_rq` is set up at creation; every index is read once, with READ_ONCE as C,
-    // because the producer and consumer move them under locks we do not take.
-    unsafe {
-        let rq = &raw mut (*qp).r_rq;
-        let kwq = (*rq).kwq;
-        if kwq.is_null() {
-            return 0;
-        }
-        let count = atomic_load(&raw mut (*kwq).count, Relaxed);
-        if count != 0 {
-            return count;
-        }
-        let (head, tail) = if !(*qp).ip.is_null() && !(*rq).wq.is_null() {
-            let wq = (*rq).wq;
-            (
-                atomic_load(&raw mut (*wq).head.val, Relaxed),
-                atomic_load(&raw mut (*wq).tail.val, Relaxed),
-            )
-        } else {
-            (
-                atomic_load(&raw mut (*kwq).head, Relaxed),
-                atomic_load(&raw mut (*kwq).tail, Relaxed),
-            )
-        };
-        let size = (*rq).size;
-        let clamp = |i: u32| if i >= size { 0 } else { i };
-        // The two reads are not one snapshot; the next ACK corrects a stale credit, as in C.
-        rq_count(size, clamp(head), clamp(tail))
+    // SAFETY: `r_rq` is set up at creation, when the QP has a receive queue at all.
+    let rq = unsafe { &raw mut (*qp).r_rq };
+    // SAFETY: as above.
+    if unsafe { (*rq).kwq }.is_null() {
+        return 0;
     }
+    // SAFETY: the QP's own queue, set up by `krwq::alloc`, alive as long as the QP.
+    unsafe { Rq::of_qp(rq) }.posted_unlocked()
 }
 
 /// `rvt_compute_aeth`: the AETH of an ACK from `qp`: its MSN and credit code, in network
