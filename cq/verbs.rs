@@ -226,7 +226,15 @@ fn resize(cq: &Cq, dev: &Device, cqe: u32, udata: *mut bindings::ib_udata) -> Re
     if cqe > dev.dparms().props.max_cqe {
         return Err(EINVAL);
     }
-    let user = wants_mapped_ring(udata);
+    // The ring keeps the kind it was created with: mapped when the CQ has mmap info. A reply
+    // with no room for a new ring's offset cannot serve a mapped CQ, and a CQ created without
+    // that room has no mapping to move. (C picks the kind from the reply and dereferences the
+    // other kind's NULL ring when they differ.)
+    // SAFETY: `ip` is set at creation and never changes.
+    let user = unsafe { !(*cq.as_raw()).ip.is_null() };
+    if user != wants_mapped_ring(udata) {
+        return Err(EINVAL);
+    }
     let (ring, size) = Ring::alloc(cqe, user, dev.dparms().node)?;
     // Check that the reply can be written before anything changes.
     if user {
