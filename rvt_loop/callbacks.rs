@@ -30,6 +30,7 @@ pub(crate) const DRIVER_F: bindings::rvt_driver_provided = bindings::rvt_driver_
     schedule_send: Some(qp::schedule_send),
     schedule_send_no_lock: Some(qp::schedule_send_no_lock),
     do_send: Some(qp::do_send),
+    setup_wqe: Some(qp::setup_wqe),
     get_pmtu_from_attr: Some(qp::get_pmtu_from_attr),
     mtu_from_qp: Some(qp::mtu_from_qp),
     mtu_to_path_mtu: Some(qp::mtu_to_path_mtu),

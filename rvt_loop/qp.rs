@@ -197,6 +197,35 @@ pub(crate) unsafe extern "C" fn stop_send_queue(qp: *mut bindings::rvt_qp) {
 /// `stop_send_queue`, called just before, has already waited for the send work.
 pub(crate) extern "C" fn quiesce_qp(_qp: *mut bindings::rvt_qp) {}
 
+/// The longest RC or UC message, as IB defines it (2 GiB).
+const MAX_MESSAGE: u32 = 0x8000_0000;
+
+/// `setup_wqe`: the driver's checks of a send WQE being posted, as hfi1's: a datagram (UD,
+/// SMI, GSI) fits one packet of the port's MTU, and an RC or UC message is at most 2 GiB.
+/// rdmavt fails the post with this errno (-EINVAL), as on hfi1. Without it, a UD send whose
+/// SGEs add up to nearly 4 GiB would be posted and overflow the datagram's length at the
+/// receiver.
+///
+/// # Safety
+///
+/// `qp` is a live QP of ours and `wqe` the WQE rdmavt is posting on it.
+pub(crate) unsafe extern "C" fn setup_wqe(
+    qp: *mut bindings::rvt_qp,
+    wqe: *mut bindings::rvt_swqe,
+    _call_send: *mut bool,
+) -> c_int {
+    // SAFETY: The caller guarantees both; the QP's type is fixed, the WQE is the poster's.
+    let (qpt, length) = unsafe { ((*qp).ibqp.qp_type, (*wqe).length) };
+    let max = match qpt {
+        ib_qp_type::IB_QPT_RC | ib_qp_type::IB_QPT_UC => MAX_MESSAGE,
+        _ => device::PORT_MTU_BYTES,
+    };
+    if length > max {
+        return EINVAL.to_errno();
+    }
+    0
+}
+
 /// `schedule_send`, called with the QP's `s_lock` held: queues the send engine.
 ///
 /// # Safety

@@ -367,14 +367,16 @@ unsafe fn receive(
             return;
         }
     }
-    let byte_len = length + GRH_BYTES;
+    // `setup_wqe` kept the datagram within one packet; the sum is checked all the same, as
+    // the length comes from user space.
     // SAFETY: We hold `r_lock`.
-    if byte_len > unsafe { (*dqp).r_len } {
+    let r_len = unsafe { (*dqp).r_len };
+    let Some(byte_len) = length.checked_add(GRH_BYTES).filter(|&n| n <= r_len) else {
         // Dropped silently; the receive WQE serves the next datagram.
         // SAFETY: As above.
         unsafe { (*dqp).r_flags |= bindings::RVT_R_REUSE_SGE as u8 };
         return;
-    }
+    };
     // SAFETY: We hold `r_lock`; the receive WQE has room for the GRH and the payload.
     unsafe {
         rdmavt::recv_grh(dqp, grh.as_ref());

@@ -64,6 +64,10 @@ def run():
               send([SGE(mr.buf, 64, mr.lkey ^ 0xffff00)]))
         posts("send beyond the MR", errno.EINVAL, qp, send([SGE(mr.buf, 8192, mr.lkey)]))
         posts("RDMA write on a UD QP", errno.EINVAL, qp, send([good], e.IBV_WR_RDMA_WRITE))
+        # rvt_loop's setup_wqe, as hfi1's: a datagram fits one packet of the port's MTU.
+        mtu = 128 << ctx.query_port(1).active_mtu
+        posts(f"a datagram of {mtu + 1} bytes, over the MTU", errno.EINVAL, qp,
+              send([SGE(mr.buf, mtu, mr.lkey), SGE(mr.buf, 1, mr.lkey)]))
         posts("a good send", 0, qp, send([good]))
         posts("a send with two SGEs", 0, qp, send([good, SGE(mr.buf + 64, 64, mr.lkey)]))
         # Destroying the QP releases the queued sends' MR references: the MR can go after.
