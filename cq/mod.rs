@@ -18,12 +18,12 @@ use kernel::{
     prelude::*,
     sync::{
         atomic::{Atomic, Relaxed},
-        lock::{spinlock::SpinLockIrqBackend, Guard, Lock},
+        lock::{spinlock::SpinLockIrqBackend, Guard},
     },
     types::Opaque,
 };
 
-use crate::bindings;
+use crate::{bindings, lock::c_lock};
 use ring::Ring;
 
 /// The workqueue completion callbacks run on, created with the module.
@@ -76,9 +76,9 @@ impl Cq {
     /// Takes the CQ's lock.
     fn lock(&self) -> CqGuard<'_> {
         let cq = self.as_raw();
-        // SAFETY: the lock was initialised by `create_cq` (type invariant); bindgen made two
-        // identical C types of it.
-        let lock = unsafe { Lock::<(), SpinLockIrqBackend>::from_raw((&raw mut (*cq).lock).cast()) };
+        // SAFETY: the lock was initialised by `create_cq` and lives with the CQ (type
+        // invariant).
+        let lock = unsafe { c_lock::<SpinLockIrqBackend>(&raw mut (*cq).lock) };
         CqGuard {
             _guard: lock.lock(),
             cq,

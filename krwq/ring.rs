@@ -18,7 +18,7 @@ use core::{marker::PhantomData, mem::size_of, ptr};
 
 use kernel::sync::{
     atomic::{Acquire, Atomic, Relaxed, Release},
-    lock::{spinlock::SpinLockIrqBackend, Guard, Lock},
+    lock::{spinlock::SpinLockIrqBackend, Guard},
 };
 
 use crate::bindings;
@@ -90,8 +90,8 @@ struct Ring {
 ///
 /// `lock` is an initialised spinlock that lives for `'a`.
 unsafe fn lock<'a>(lock: *mut bindings::spinlock_t) -> Guard<'a, (), SpinLockIrqBackend> {
-    // SAFETY: bindgen generated the same C type twice; the caller guarantees the rest.
-    unsafe { Lock::<(), SpinLockIrqBackend>::from_raw(lock.cast()) }.lock()
+    // SAFETY: the caller's guarantee.
+    unsafe { crate::lock::lock_raw(lock) }
 }
 
 impl<'a> Rq<'a> {

@@ -3,11 +3,13 @@
 //! Spinlocks that live inside C structs.
 //!
 //! hfi1 and qib take the locks embedded in `struct rvt_dev_info`, `rvt_qp`, `rvt_krwq` and
-//! friends, so those locks keep their C type and place. Rust code reaches them only through
-//! [`Guarded`]: a guard that owns the lock and hands out the one field that lock protects, the
-//! way `MapleGuard` owns a maple tree's spinlock (rust/kernel/maple_tree.rs). Code that touches
-//! a protected field without the guard does not compile, because the field is never exposed
-//! any other way.
+//! friends, so those locks keep their C type and place. Every lock site of the crate reaches
+//! such a lock through [`c_lock`], the one place that turns a C `spinlock_t` into the kernel
+//! crate's `Lock`. On top of it, [`Guarded`] owns the lock and hands out the one field that
+//! lock protects, the way `MapleGuard` owns a maple tree's spinlock
+//! (rust/kernel/maple_tree.rs), for the counters and lists of `rvt_dev_info`; the QP, the
+//! receive ring, the CQ and the lkey table build their own guards on [`c_lock`], each handing
+//! out what its lock protects.
 
 use core::{
     marker::PhantomData,
@@ -24,6 +26,21 @@ use kernel::{
 };
 
 use crate::bindings;
+
+/// The C spinlock at `lock`, as the kernel crate's lock over no data, to be taken with backend
+/// `B` (which says whether interrupts are disabled).
+///
+/// # Safety
+///
+/// `lock` is an initialised spinlock that lives for `'a`.
+pub(crate) unsafe fn c_lock<'a, B>(lock: *mut bindings::spinlock_t) -> &'a Lock<(), B>
+where
+    B: Backend<State = kernel::bindings::spinlock_t>,
+{
+    // SAFETY: bindgen generated the same C type twice, once in the kernel crate's bindings
+    // and once in ours; the caller guarantees the lock is initialised and lives for `'a`.
+    unsafe { Lock::<(), B>::from_raw(lock.cast()) }
+}
 
 /// A held C spinlock together with exclusive access to the field it protects.
 pub(crate) struct Guarded<'a, T, B: Backend = SpinLockBackend> {
@@ -43,9 +60,8 @@ where
     /// `lock` is an initialised spinlock and `field` a valid pointer, both for `'a`, and `lock`
     /// protects `field`: nothing reads or writes `field` without holding `lock`.
     pub(crate) unsafe fn lock(lock: *mut bindings::spinlock_t, field: *mut T) -> Self {
-        // SAFETY: bindgen generated the same C type twice, once in the kernel crate's bindings
-        // and once in ours; the caller guarantees the lock is initialised and lives for `'a`.
-        let lock = unsafe { Lock::<(), B>::from_raw(lock.cast()) };
+        // SAFETY: the caller guarantees the lock is initialised and lives for `'a`.
+        let lock = unsafe { c_lock::<B>(lock) };
         Self {
             _guard: lock.lock(),
             field,
@@ -81,9 +97,8 @@ pub(crate) unsafe fn lock_raw<'a, B>(lock: *mut bindings::spinlock_t) -> Guard<'
 where
     B: Backend<State = kernel::bindings::spinlock_t>,
 {
-    // SAFETY: bindgen generated the same C type twice, once in the kernel crate's bindings
-    // and once in ours; the caller guarantees the lock is initialised and lives for `'a`.
-    unsafe { Lock::<(), B>::from_raw(lock.cast()) }.lock()
+    // SAFETY: the caller's guarantee.
+    unsafe { c_lock::<B>(lock) }.lock()
 }
 
 /// Initialises a spinlock embedded in a C struct, with its own lockdep class.

@@ -24,14 +24,18 @@ use kernel::{
     prelude::*,
     sync::{
         atomic::{Atomic, Relaxed, Release},
-        lock::{spinlock::SpinLockIrqBackend, Guard, Lock},
+        lock::{spinlock::SpinLockIrqBackend, Guard},
         rcu,
     },
     types::Opaque,
 };
 
 use super::region::Mregion;
-use crate::{bindings, device::Device, lock::spin_lock_init};
+use crate::{
+    bindings,
+    device::Device,
+    lock::{c_lock, spin_lock_init},
+};
 
 /// The most index bits a key may have: at least 4 bits stay for the generation.
 pub(super) const MAX_BITS: u32 = bindings::RVT_MAX_LKEY_TABLE_BITS;
@@ -141,9 +145,8 @@ impl LkeyTable {
 
     /// Takes the table lock, with interrupts off.
     fn lock<'a>(&'a self, dev: &'a Device) -> Locked<'a> {
-        // SAFETY: the lock was initialised by `driver_init` and lives as long as the table;
-        // the kernel crate's spinlock_t is the same C type as ours.
-        let lock = unsafe { Lock::<(), SpinLockIrqBackend>::from_raw((&raw mut (*self.as_raw()).lock).cast()) };
+        // SAFETY: the lock was initialised by `driver_init` and lives as long as the table.
+        let lock = unsafe { c_lock::<SpinLockIrqBackend>(&raw mut (*self.as_raw()).lock) };
         Locked {
             _guard: lock.lock(),
             table: self,

@@ -55,11 +55,11 @@ pub(crate) use send::post_send;
 use core::{marker::PhantomData, mem::ManuallyDrop};
 
 use kernel::{
-    sync::lock::{spinlock::SpinLockIrqBackend, Guard, Lock},
+    sync::lock::{spinlock::SpinLockIrqBackend, Guard},
     types::Opaque,
 };
 
-use crate::{bindings, device::Device};
+use crate::{bindings, device::Device, lock::c_lock};
 
 /// A QP of one of our devices.
 ///
@@ -191,9 +191,8 @@ impl<'a> QpGuard<'a> {
     ///
     /// `lock` is an initialised spinlock inside `qp`.
     unsafe fn lock(qp: &'a Qp, lock: *mut bindings::spinlock_t) -> Self {
-        // SAFETY: the caller guarantees `lock` is initialised and lives as long as `qp`;
-        // bindgen made two identical C types of spinlock_t (ours and the kernel crate's).
-        let lock = unsafe { Lock::<(), SpinLockIrqBackend>::from_raw(lock.cast()) };
+        // SAFETY: the caller guarantees `lock` is initialised and lives as long as `qp`.
+        let lock = unsafe { c_lock::<SpinLockIrqBackend>(lock) };
         Self {
             _guard: lock.lock(),
             qp,
@@ -209,7 +208,7 @@ impl<'a> QpGuard<'a> {
     /// lives; the guard must not be dropped (it would unlock the caller's lock).
     unsafe fn assume(qp: &'a Qp, lock: *mut bindings::spinlock_t) -> Self {
         // SAFETY: as in `lock`; the caller holds the lock.
-        let lock = unsafe { Lock::<(), SpinLockIrqBackend>::from_raw(lock.cast()) };
+        let lock = unsafe { c_lock::<SpinLockIrqBackend>(lock) };
         Self {
             // SAFETY: the caller owns the lock; `Guard::new` asserts it with lockdep.
             _guard: unsafe { Guard::new(lock, ()) },
