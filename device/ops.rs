@@ -8,7 +8,7 @@
 
 use core::mem::{offset_of, size_of};
 
-use crate::{ah, bindings, cq, krwq, mcast, mmap, mr, pd, qp, srq};
+use crate::{ah, bindings, cq, mcast, mmap, mr, pd, qp, srq};
 
 use super::query;
 
@@ -97,7 +97,7 @@ pub(crate) static RVT_DEV_OPS: Ops = Ops(bindings::ib_device_ops {
     create_srq: Some(srq::create_srq),
     destroy_srq: Some(srq::destroy_srq),
     modify_srq: Some(srq::modify_srq),
-    post_recv: Some(krwq::post_recv),
+    post_recv: Some(qp::post_recv),
     post_srq_recv: Some(srq::post_srq_recv),
     query_srq: Some(srq::query_srq),
     size_ib_srq: size_of::<bindings::rvt_srq>(),

@@ -4,32 +4,21 @@
 //! and, for user QPs, the mmap'd `struct rvt_rwq`.
 //!
 //! The queue's memory is here (`rvt_alloc_rq`/`rvt_free_rq`); the ring and its two locked
-//! sides in [`ring`]; posting in `post`, taking WQEs (`rvt_get_rwqe`) in `get`, and the flush
-//! on entering the error state in `flush`. The lock order that these locks take part in is
-//! written down with the QP's, in the `qp` module.
+//! sides in [`ring`]; posting a chain of WRs in `post`. This module knows nothing of QPs:
+//! the QP's receive logic (`post_recv`, `rvt_get_rwqe`, the flush of the error state) is
+//! `crate::qp`'s, and so is the lock order these locks take part in.
 
-mod flush;
-mod get;
 mod post;
 pub(crate) mod ring;
 #[cfg(CONFIG_KUNIT)]
 mod tests;
 
-pub(crate) use flush::flush;
-pub(crate) use post::{post, post_recv, post_result};
+pub(crate) use post::{post, post_result};
 pub(crate) use ring::Rq;
 
 use kernel::{ffi::c_int, prelude::*};
 
 use crate::bindings;
-
-/// The receive bits of `ib_rvt_state_ops[state]` (`RVT_POST_RECV_OK`, `RVT_PROCESS_RECV_OK`,
-/// `RVT_FLUSH_RECV`): what a QP in `state` does with receives.
-pub(crate) fn recv_ops(state: u8) -> u32 {
-    let recv =
-        bindings::RVT_POST_RECV_OK | bindings::RVT_PROCESS_RECV_OK | bindings::RVT_FLUSH_RECV;
-    crate::qp::state_ops(u32::from(state)) & recv
-}
 
 /// `rvt_alloc_rq`: the memory of a receive queue of `bytes` bytes of WQEs, on `node`.
 ///

@@ -5,7 +5,7 @@
 use kernel::ffi::c_int;
 
 use super::{Qp, RecvGuard, SendGuard};
-use crate::{bindings, krwq, macros::c_export};
+use crate::{bindings, macros::c_export};
 
 /// What entering the error state asks the caller to do next.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -34,7 +34,7 @@ impl Qp {
         self.complete_active_receive(err);
         // SAFETY: `r_rq.kwq` is set at creation and fixed; NULL for a QP with an SRQ.
         if !unsafe { (*qp).r_rq.kwq }.is_null() {
-            krwq::flush(self);
+            super::recv::flush(self);
             // SAFETY: `event_handler` is set by ib_core at creation and fixed.
         } else if unsafe { (*self.ibqp()).event_handler }.is_some() {
             return ErrorOutcome::LastWqe;

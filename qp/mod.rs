@@ -40,6 +40,7 @@ mod modify;
 mod post_tests;
 mod qpn;
 mod iter;
+mod recv;
 mod reset;
 mod send;
 mod timers;
@@ -50,6 +51,7 @@ pub(crate) use destroy::{destroy_qp, query_qp};
 pub(crate) use error::{raise_event, ErrorOutcome};
 pub(crate) use modify::modify_qp;
 pub(crate) use qpn::{driver_init, exit};
+pub(crate) use recv::post_recv;
 pub(crate) use send::post_send;
 
 use core::{marker::PhantomData, mem::ManuallyDrop};

@@ -1,20 +1,125 @@
 // SPDX-License-Identifier: GPL-2.0-only
 
-//! `rvt_get_rwqe`: the consumer that drivers (and the loopback) call when a packet needs a
-//! receive WQE.
+//! The QP's receive side: the `post_recv` verb, `rvt_get_rwqe` (the consumer that drivers and
+//! the loopback call when a packet needs a receive WQE), receive completions for errors, and
+//! the receive-queue flush of the error state. The ring these work on, its two locked sides
+//! and its memory are `crate::krwq`'s, which knows nothing of QPs.
 
-use kernel::ffi::c_int;
+use kernel::{ffi::c_int, prelude::*};
 
-use super::{
-    flush::complete,
-    recv_ops,
-    ring::{Corrupt, Rq, Rwqe},
-};
+use super::{state_ops, Qp, RecvGuard};
 use crate::{
     bindings,
+    krwq::{
+        self,
+        ring::{next_index, Corrupt, Rq, Rwqe},
+    },
     macros::c_export,
-    qp::{Qp, RecvGuard},
 };
+
+/// The receive bits of `ib_rvt_state_ops[state]` (`RVT_POST_RECV_OK`, `RVT_PROCESS_RECV_OK`,
+/// `RVT_FLUSH_RECV`): what a QP in `state` does with receives.
+fn recv_ops(state: u8) -> u32 {
+    let recv =
+        bindings::RVT_POST_RECV_OK | bindings::RVT_PROCESS_RECV_OK | bindings::RVT_FLUSH_RECV;
+    state_ops(u32::from(state)) & recv
+}
+
+/// `ib_device_ops.post_recv`: C's `rvt_post_recv()`.
+///
+/// A QP in a state that takes no receives, or with an SRQ, gets EINVAL; a WR with more SGEs
+/// than the queue's `max_sge` EINVAL; a full queue ENOMEM; `*bad_wr` then names the WR. In the
+/// error state each WR completes at once with IB_WC_WR_FLUSH_ERR.
+///
+/// A user QP's receives normally go straight into its mmap'd ring from user space; should the
+/// uverbs command come here anyway, the WR goes into that same ring, at the head user space
+/// sees (C would write a kernel-side head that nobody reads).
+///
+/// # Safety
+///
+/// Only ib_core calls this, through `RVT_DEV_OPS`, with a live QP of ours, a valid chain of
+/// WRs and a valid `bad_wr`.
+pub(crate) unsafe extern "C" fn post_recv(
+    ibqp: *mut bindings::ib_qp,
+    wr: *const bindings::ib_recv_wr,
+    bad_wr: *mut *const bindings::ib_recv_wr,
+) -> c_int {
+    // SAFETY: ib_core passes a live QP of ours.
+    let qp = unsafe { Qp::from_ib(ibqp) };
+    // SAFETY: ib_core passes a valid WR chain.
+    let res = unsafe { qp.post_recv(wr) };
+    // SAFETY: ib_core's valid out-pointer.
+    unsafe { krwq::post_result(res, bad_wr) }
+}
+
+impl Qp {
+    /// # Safety
+    ///
+    /// `wr` is a valid chain of WRs (or NULL).
+    unsafe fn post_recv(
+        &self,
+        wr: *const bindings::ib_recv_wr,
+    ) -> Result<(), (Error, *const bindings::ib_recv_wr)> {
+        // C reads the state without a lock: a post racing with a state change sees either.
+        // SAFETY: a live QP; `state` is a byte, read once.
+        let state = unsafe { core::ptr::read_volatile(&raw const (*self.as_raw()).state) };
+        let ops = recv_ops(state);
+        // SAFETY: `r_rq.kwq` is fixed at creation: NULL for a QP with an SRQ.
+        if ops & bindings::RVT_POST_RECV_OK == 0 || unsafe { (*self.as_raw()).r_rq.kwq }.is_null() {
+            return Err((EINVAL, wr));
+        }
+        // SAFETY: `ibqp.srq` is fixed at creation.
+        let flush = ops & bindings::RVT_FLUSH_RECV != 0 && unsafe { (*self.ibqp()).srq }.is_null();
+        // SAFETY: the QP's own queue, set up at creation and alive as long as the QP.
+        let rq = unsafe { Rq::of_qp(&raw mut (*self.as_raw()).r_rq) };
+        let mut flush_one =
+            |wr_id| complete(self, wr_id, bindings::ib_wc_status::IB_WC_WR_FLUSH_ERR);
+        let on_flush: Option<&mut dyn FnMut(u64)> = flush.then_some(&mut flush_one);
+        // SAFETY: the caller's guarantee.
+        unsafe { krwq::post(rq, wr, on_flush) }
+    }
+}
+
+/// Enters a receive completion of `status` for `wr_id` on the QP's receive CQ (solicited, as
+/// C does for every receive error).
+fn complete(qp: &Qp, wr_id: u64, status: bindings::ib_wc_status) {
+    // SAFETY: all-zero is a valid `ib_wc` (C integers, null pointers, and enums whose zero is
+    // IB_WC_SUCCESS/IB_WC_SEND); the QP is live, so its receive CQ is.
+    unsafe {
+        let mut wc: bindings::ib_wc = core::mem::zeroed();
+        wc.qp = qp.ibqp();
+        wc.opcode = bindings::ib_wc_opcode::IB_WC_RECV;
+        wc.__bindgen_anon_1.wr_id = wr_id;
+        wc.status = status;
+        bindings::rvt_cq_enter((*qp.ibqp()).recv_cq.cast(), &mut wc, true);
+    }
+}
+
+/// C's receive-queue flush in `rvt_error_qp()`: completes every receive WQE still queued with
+/// IB_WC_WR_FLUSH_ERR and empties the queue. A QP with an SRQ has nothing of its own to flush.
+///
+/// Indices of a user ring outside the ring count as 0, as in C: the flush stays inside the
+/// ring whatever user space wrote, and the QP is going to the error state anyway.
+pub(super) fn flush(qp: &Qp) {
+    // SAFETY: `r_rq.kwq` is fixed at creation, NULL with an SRQ.
+    if unsafe { (*qp.as_raw()).r_rq.kwq }.is_null() {
+        return;
+    }
+    // SAFETY: the QP's own queue, set up at creation and alive as long as the QP.
+    let rq = unsafe { Rq::of_qp(&raw mut (*qp.as_raw()).r_rq) };
+    let mut c = rq.consumer();
+    let head = c.head().unwrap_or(0);
+    let mut tail = c.tail().unwrap_or(0);
+    while tail != head {
+        // SAFETY: `tail` is a checked index (or 0) and stays one through `next_index`.
+        let wr_id = unsafe { c.wqe(tail) }.wr_id;
+        tail = next_index(c.size(), tail);
+        complete(qp, wr_id, bindings::ib_wc_status::IB_WC_WR_FLUSH_ERR);
+    }
+    c.set_tail(tail);
+    // The cached count goes with the WQEs (C leaves it stale).
+    let _ = c.recount(tail);
+}
 
 /// What [`Qp::get_wqe`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
