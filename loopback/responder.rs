@@ -11,13 +11,14 @@ use kernel::{
 };
 
 use super::{
-    ruc::{count, done, state_ops, Busy, Delivery},
+    count,
     sge::{copy_mode, copy_sge, sge_length, start_sge, update_sge},
+    Busy, Delivery,
 };
 use crate::{
     bindings::{self, ib_wc_status, ib_wr_opcode},
     device::Port,
-    qp::{raise_event, ErrorOutcome, Qp, RecvGuard},
+    qp::{raise_event, state_ops, ErrorOutcome, Qp, RecvGuard},
 };
 
 /// A request the responder refuses: the statuses of the send and of the receive side (the
@@ -81,7 +82,7 @@ fn local_operation(sqp: &Qp, wqe: *mut bindings::rvt_swqe) -> Option<Delivery> {
     let wr = unsafe { &(*wqe).__bindgen_anon_1.wr };
     match wr.opcode {
         // The registration itself happened at post time; only its completion is left.
-        ib_wr_opcode::IB_WR_REG_MR => Some(done()),
+        ib_wr_opcode::IB_WR_REG_MR => Some(Delivery::done()),
         ib_wr_opcode::IB_WR_LOCAL_INV => Some(local_invalidate(sqp, wr)),
         _ => None,
     }
@@ -93,7 +94,7 @@ fn local_invalidate(sqp: &Qp, wr: &bindings::ib_send_wr) -> Delivery {
     // CAST: a send flag bit.
     let completion_only = (bindings::ib_send_flags_IB_SEND_RESERVED_START << 1) as c_int;
     if wr.send_flags & completion_only != 0 {
-        return done();
+        return Delivery::done();
     }
     // SAFETY: `invalidate_rkey` is the member LOCAL_INV fills; the sender is live.
     let failed = unsafe { bindings::rvt_invalidate_rkey(sqp.as_raw(), wr.ex.invalidate_rkey) } != 0;
@@ -249,7 +250,7 @@ impl Responder<'_, '_> {
     /// RNR time, up to the sender's RNR retry count (7: for ever); UC drops the message.
     fn rnr_nak(&mut self) -> Delivery {
         if self.sqp().qp_type() == bindings::ib_qp_type::IB_QPT_UC {
-            return done();
+            return Delivery::done();
         }
         // SAFETY: a live port.
         count(unsafe { &raw mut (*self.port.as_raw()).n_rnr_naks });
@@ -296,7 +297,7 @@ impl Responder<'_, '_> {
         }
         self.transfer(true, false);
         self.complete_receive(flags);
-        Ok(done())
+        Ok(Delivery::done())
     }
 
     /// RDMA_WRITE and RDMA_WRITE_WITH_IMM (which also consumes a receive WQE, for its
@@ -348,7 +349,7 @@ impl Responder<'_, '_> {
         }
         self.transfer(true, copy_last);
         self.complete_receive(flags);
-        Ok(done())
+        Ok(Delivery::done())
     }
 
     /// RDMA_READ: the responder's memory (through the rkey) into the sender's SGEs.
@@ -392,7 +393,7 @@ impl Responder<'_, '_> {
         // destination SGEs keep theirs, which the send completion drops.
         self.transfer(false, false);
         self.complete_receive(RecvFlags::none());
-        Ok(done())
+        Ok(Delivery::done())
     }
 
     /// ATOMIC_CMP_AND_SWP and ATOMIC_FETCH_AND_ADD on 8 aligned bytes of the responder; the
@@ -450,7 +451,7 @@ impl Responder<'_, '_> {
             bindings::rdmavt_rs_rvt_put_mr((*target).mr);
             (*qp).r_sge.num_sge = 0;
         }
-        Ok(done())
+        Ok(Delivery::done())
     }
 
     /// Moves the WQE's data from the sender's SGE state to the responder's. `release`: the

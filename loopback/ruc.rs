@@ -1,155 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0-only
 
-//! `rvt_ruc_loopback`: an RC or UC send queue whose destination QP is on the same device,
-//! executed without a wire. Each send WQE is delivered to the destination (a receive WQE
-//! consumed, memory written, read or atomically changed) and completed on both sides, with
-//! the statuses the IB requester and responder would produce. See the module documentation
-//! of [`super`] for the steps and their locks.
+//! Step 1 of the loopback, the sender (see [`super`] for the steps and their locks): the
+//! destination lookup, then, with the sender's `r_lock` and `s_lock` held, the completion of
+//! the WQE the responder step handled (or the RNR timer armed for it, or the error state) and
+//! the choice of the next WQE, marked in progress.
 
-use kernel::{
-    ffi::c_int,
-    sync::{
-        atomic::{atomic_load, Atomic, Relaxed},
-        rcu,
-    },
+use kernel::sync::{
+    atomic::{atomic_load, Atomic, Relaxed},
+    rcu,
 };
 
-use super::responder::deliver;
+use super::{count, Busy, Delivery};
 use crate::{
     bindings::{self, ib_wc_status},
     device::Port,
-    macros::c_export,
-    qp::{raise_event, ErrorOutcome, Qp, RecvGuard, SendGuard},
+    qp::{raise_event, state_ops, ErrorOutcome, Qp, RecvGuard, SendGuard},
 };
 
-/// `ib_rvt_state_ops[state]`: what a QP may do in `state` (`RVT_POST_*`, `RVT_PROCESS_*`,
-/// `RVT_FLUSH_*` bits).
-pub(super) fn state_ops(state: u32) -> u32 {
-    if state > bindings::ib_qp_state::IB_QPS_ERR.0 {
-        return 0;
-    }
-    // SAFETY: the exported table has an entry for every state up to IB_QPS_ERR and is
-    // never written.
-    let ops = unsafe {
-        *(&raw const bindings::ib_rvt_state_ops)
-            .cast::<c_int>()
-            .add(state as usize)
-    };
-    // CAST: a set of flag bits.
-    ops as u32
-}
-
-/// Adds one to a port counter. C increments them without a lock; here the increment is at
-/// least atomic, and readers (hfi1's counters) still read them plainly.
-pub(super) fn count(counter: *mut u64) {
-    // SAFETY: a counter of a live port; every write to it from Rust is atomic.
-    unsafe { Atomic::from_ptr(counter) }.add(1, Relaxed);
-}
-
-/// The sender's send engine, owned by this loopback call.
-///
-/// # Invariants
-///
-/// This call set `RVT_S_BUSY` in the QP's `s_flags` (with `s_lock` held) and nobody else
-/// clears it: every caller of the loopback and of the driver's send engine stays out while it
-/// is set, so the fields only the send engine uses (`s_sge`, `s_len`, `s_rnr_retry`) are
-/// ours without a lock, as in C.
-pub(super) struct Busy<'a> {
-    pub(super) qp: &'a Qp,
-}
-
-impl<'a> Busy<'a> {
-    /// Claims the send engine, unless it is busy, waiting (for an RNR timer, credits, ...),
-    /// or the QP's state neither processes nor flushes sends.
-    fn claim(s: &mut SendGuard<'a>) -> Option<Self> {
-        if s.flags() & (bindings::RVT_S_BUSY | bindings::RVT_S_ANY_WAIT) != 0
-            || state_ops(s.state()) & bindings::RVT_PROCESS_OR_FLUSH_SEND == 0
-        {
-            return None;
-        }
-        s.set_flags(bindings::RVT_S_BUSY);
-        // INVARIANT: we set RVT_S_BUSY, with `s_lock` held.
-        Some(Self { qp: s.qp() })
-    }
-
-    /// Gives the send engine back.
-    fn release(self, s: &mut SendGuard<'_>) {
-        s.clear_flags(bindings::RVT_S_BUSY);
-    }
-
-    fn raw(&self) -> *mut bindings::rvt_qp {
-        self.qp.as_raw()
-    }
-
-    /// The sender's SGE state, `s_sge`.
-    pub(super) fn s_sge(&mut self) -> &mut bindings::rvt_sge_state {
-        // SAFETY: the busy owner's field (type invariant).
-        unsafe { &mut (*self.raw()).s_sge }
-    }
-
-    /// The bytes of the current WQE not yet moved, `s_len`.
-    pub(super) fn s_len(&mut self) -> &mut u32 {
-        // SAFETY: the busy owner's field (type invariant).
-        unsafe { &mut (*self.raw()).s_len }
-    }
-
-    /// The RNR retries left for the current WQE, `s_rnr_retry`.
-    pub(super) fn rnr_retry(&mut self) -> &mut u8 {
-        // SAFETY: the busy owner's field (type invariant).
-        unsafe { &mut (*self.raw()).s_rnr_retry }
-    }
-
-    /// The RNR retry count of the QP's attributes (7: retry for ever).
-    pub(super) fn rnr_retry_cnt(&self) -> u8 {
-        // SAFETY: set by modify_qp; read without a lock as C does.
-        unsafe { (*self.raw()).s_rnr_retry_cnt }
-    }
-}
-
-/// How the responder step ended for one send WQE.
-#[derive(Clone, Copy)]
-pub(super) enum Delivery {
-    /// Done: complete the send WQE with `status`. `local_op`: it was a local invalidate
-    /// counted in `local_ops_pending`.
-    Done {
-        status: ib_wc_status,
-        local_op: bool,
-    },
-    /// The responder has no receive WQE (RC): arm the RNR timer with this AETH, stop.
-    RnrNak { aeth: u32 },
-    /// Failed: complete the send WQE with `status`; an RC sender then goes to the error
-    /// state.
-    Failed(ib_wc_status),
-}
-
-/// `rvt_ruc_loopback`: runs the send queue of `sqp` against its destination QP on the same
-/// device until it is empty, blocked (RNR) or failed.
-///
-/// # Safety
-///
-/// `sqp` is a live RC or UC QP of ours; the caller holds none of its locks.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn rvt_ruc_loopback(sqp: *mut bindings::rvt_qp) {
-    // SAFETY: a live QP of ours (caller's guarantee).
-    let sqp = unsafe { Qp::from_raw(sqp) };
-    // SAFETY: `port_num` is set by modify_qp; read without a lock as C does.
-    let port_num = u32::from(unsafe { (*sqp.as_raw()).port_num });
-    let Ok(port) = sqp.device().port(port_num) else {
-        return;
-    };
-    // The destination stays alive while the RCU read lock is held (destroy waits for it).
-    let rcu = rcu::read_lock();
-    let dest = lookup(sqp, port, &rcu);
-    let mut current = sender_step(sqp, port, None);
-    while let Some((mut busy, wqe)) = current {
-        let delivery = deliver(&mut busy, dest, port, wqe);
-        current = sender_step(sqp, port, Some((busy, wqe, delivery)));
-    }
-}
-c_export!(rvt_ruc_loopback);
-
 /// The destination QP of `sqp`, `rvt_lookup_qpn()`.
-fn lookup<'a>(sqp: &Qp, port: &Port, _rcu: &'a rcu::Guard) -> Option<&'a Qp> {
+pub(super) fn lookup<'a>(sqp: &Qp, port: &Port, _rcu: &'a rcu::Guard) -> Option<&'a Qp> {
     // SAFETY: `remote_qpn` is set by modify_qp; read without a lock as C does.
     let qpn = unsafe { (*sqp.as_raw()).remote_qpn };
     // SAFETY: the RCU read lock is held; the device and port are live.
@@ -163,7 +32,7 @@ fn lookup<'a>(sqp: &Qp, port: &Port, _rcu: &'a rcu::Guard) -> Option<&'a Qp> {
 /// Step 1, the sender, with its `r_lock` and `s_lock` held: finishes the WQE the previous
 /// step delivered (if any), then picks the next WQE to deliver. `None`: the loopback is done,
 /// and the send engine given back.
-fn sender_step<'a>(
+pub(super) fn sender_step<'a>(
     sqp: &'a Qp,
     port: &Port,
     prev: Option<(Busy<'a>, *mut bindings::rvt_swqe, Delivery)>,
@@ -288,13 +157,5 @@ fn next_wqe(_r: &RecvGuard<'_>, s: &mut SendGuard<'_>) -> Option<*mut bindings::
             }
         }
         return Some(wqe);
-    }
-}
-
-/// A successful send completion.
-pub(super) fn done() -> Delivery {
-    Delivery::Done {
-        status: ib_wc_status::IB_WC_SUCCESS,
-        local_op: false,
     }
 }
