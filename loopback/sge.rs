@@ -7,15 +7,15 @@
 //! bytes left in the current segment of the region, the bytes left in the SGE), `sg_list` the
 //! SGEs after it and `num_sge` how many SGEs, the current one included, remain.
 
-use core::mem::size_of;
-
 use kernel::{ffi::c_void, page::PAGE_SIZE};
 
-use crate::{bindings, device::Device, macros::c_export, qp::Qp};
-
-/// Segments in one `rvt_segarray` (`RVT_SEGSZ`): the arrays are a page each.
-pub(super) const SEGSZ: usize =
-    size_of::<bindings::rvt_segarray>() / size_of::<bindings::rvt_seg>();
+use crate::{
+    bindings,
+    device::Device,
+    macros::c_export,
+    mr::{seg_ptr, SEGSZ},
+    qp::Qp,
+};
 
 /// `rvt_get_sge_length`: how many of `length` bytes go to the current segment of `sge`.
 pub(super) fn sge_length(sge: &bindings::rvt_sge, length: u32) -> u32 {
@@ -73,8 +73,12 @@ pub(super) unsafe fn update_sge(ss: &mut bindings::rvt_sge_state, len: u32, rele
         sge.m += 1;
         sge.n = 0;
     }
-    // SAFETY: `m < mapsz` and `n < SEGSZ`: a segment of the region's map.
-    let seg = unsafe { &(*(*mr.map.as_ptr().add(usize::from(sge.m)))).segs[usize::from(sge.n)] };
+    // SAFETY: a live region (caller's guarantee); its segments live as long as it does.
+    let Some(seg) = (unsafe { seg_ptr(sge.mr, usize::from(sge.m), usize::from(sge.n)) }) else {
+        return;
+    };
+    // SAFETY: as above.
+    let seg = unsafe { &*seg };
     sge.vaddr = seg.vaddr;
     // CAST: a segment is at most a page; C truncates the same way.
     sge.length = seg.length as u32;

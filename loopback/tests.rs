@@ -7,10 +7,10 @@
 use kernel::prelude::*;
 #[kunit_tests(rdmavt_rs_loopback)]
 mod suite {
-    use crate::bindings;
+    use crate::{bindings, mr::SEGSZ};
     use crate::loopback::{
         aeth::{cmp_msn, credit_code, Credit, CREDIT_TABLE},
-        sge::{copy_run, copy_sge, rvt_restart_sge, CopyMode, Store, SEGSZ},
+        sge::{copy_run, copy_sge, rvt_restart_sge, CopyMode, Store},
     };
     use core::mem::size_of;
     use kernel::{alloc::flags::GFP_KERNEL, page::PAGE_SIZE, prelude::*};

@@ -30,6 +30,7 @@ use kernel::{
 use crate::{bindings, device::Device};
 
 pub(crate) use lkey::{driver_init, exit};
+pub(crate) use region::{seg_ptr, SEGSZ};
 pub(crate) use verbs::{alloc_mr, dereg_mr, get_dma_mr, map_mr_sg, reg_user_mr};
 
 use lkey::KeyKind;

@@ -29,10 +29,31 @@ use kernel::{
 use crate::bindings;
 
 /// `RVT_SEGSZ`: the number of segments in one map array, which fills a page.
-pub(super) const SEGSZ: usize = PAGE_SIZE / size_of::<bindings::rvt_seg>();
+pub(crate) const SEGSZ: usize = PAGE_SIZE / size_of::<bindings::rvt_seg>();
 
 // bindgen cannot evaluate RVT_SEGSZ; the array type it sized is the check.
 const _: () = assert!(size_of::<bindings::rvt_segarray>() == SEGSZ * size_of::<bindings::rvt_seg>());
+
+/// The segment at (`m`, `n`) of `mr`'s map, if the map has array `m`: the one place that
+/// walks a region's map of `mapsz` arrays of `RVT_SEGSZ` segments.
+///
+/// # Safety
+///
+/// `mr` is a live region whose first `mapsz` map entries are allocated arrays.
+pub(crate) unsafe fn seg_ptr(
+    mr: *mut bindings::rvt_mregion,
+    m: usize,
+    n: usize,
+) -> Option<*mut bindings::rvt_seg> {
+    // SAFETY: the caller's guarantee; `m` and `n` are checked against the map's shape.
+    unsafe {
+        if m >= (*mr).mapsz as usize || n >= SEGSZ {
+            return None;
+        }
+        let array = *(*mr).map.as_ptr().add(m);
+        Some(&raw mut (*array).segs[n])
+    }
+}
 
 /// The number of map arrays for `count` segments, computed as C does, `(count + RVT_SEGSZ - 1)
 /// / RVT_SEGSZ` in `size_t` then stored in an `int`; `None` when that `int` is negative (a
@@ -363,15 +384,8 @@ impl Mregion {
 
     /// The segment at (`m`, `n`), if the map has array `m`.
     fn seg(&self, m: usize, n: usize) -> Option<&bindings::rvt_seg> {
-        let mr = self.as_raw();
-        // SAFETY: alive (type invariant); the first `mapsz` map entries are allocated arrays.
-        unsafe {
-            if m >= (*mr).mapsz as usize || n >= SEGSZ {
-                return None;
-            }
-            let array = *(*mr).map.as_ptr().add(m);
-            Some(&(*array).segs[n])
-        }
+        // SAFETY: alive (type invariant), so its map is; segments live as long as the region.
+        unsafe { seg_ptr(self.as_raw(), m, n).map(|seg| &*seg) }
     }
 
     /// Where offset `off` (relative to the start of the mapped memory) lies in the map.

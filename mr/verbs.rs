@@ -12,7 +12,11 @@ use kernel::{
     time::msecs_to_jiffies,
 };
 
-use super::{lkey, region::SEGSZ, KeyKind, Mr, Mregion, NewMr};
+use super::{
+    lkey,
+    region::{seg_ptr, SEGSZ},
+    KeyKind, Mr, Mregion, NewMr,
+};
 use crate::bindings;
 
 /// How long `dereg_mr` waits for a region's users to let go: C's `5 * HZ`.
@@ -124,12 +128,9 @@ fn map_umem(mr: &Mregion, umem: *mut bindings::ib_umem) -> Result {
         // The map was sized for the umem's pages; C trusts that, here it is checked.
         // SAFETY: the region is the new MR's, ours alone; `m < mapsz` arrays are allocated.
         unsafe {
-            if m >= (*region).mapsz as usize {
-                return Err(EINVAL);
-            }
-            let seg = &mut (*(*(*region).map.as_ptr().add(m))).segs[n];
-            seg.vaddr = vaddr;
-            seg.length = PAGE_SIZE;
+            let seg = seg_ptr(region, m, n).ok_or(EINVAL)?;
+            (*seg).vaddr = vaddr;
+            (*seg).length = PAGE_SIZE;
         }
         n += 1;
         if n == SEGSZ {
@@ -176,13 +177,12 @@ unsafe extern "C" fn set_page(ibmr: *mut bindings::ib_mr, addr: u64) -> c_int {
         let (m, n) = (mapped as usize / SEGSZ, mapped as usize % SEGSZ);
         // C indexes without this check; only a `max_num_sg` above i32::MAX (an int count
         // that C reads as negative) gets past `max_segs` without it.
-        if m >= (*region).mapsz as usize {
+        let Some(seg) = seg_ptr(region, m, n) else {
             return ENOMEM.to_errno();
-        }
-        let seg = &mut (*(*(*region).map.as_ptr().add(m))).segs[n];
+        };
         // CAST: a DMA address of a kernel mapping, which the data path uses as a pointer.
-        seg.vaddr = core::ptr::with_exposed_provenance_mut(addr as usize);
-        seg.length = ps as usize;
+        (*seg).vaddr = core::ptr::with_exposed_provenance_mut(addr as usize);
+        (*seg).length = ps as usize;
         (*region).length += ps as usize;
     }
     0
@@ -213,11 +213,7 @@ pub(crate) unsafe extern "C" fn map_mr_sg(
         (*region).iova = iova;
         // C reads the first segment even when the MR has no map array (max_num_sg 0);
         // an empty map counts as address 0 here.
-        let first = if (*region).mapsz > 0 {
-            (*(*(*region).map.as_ptr())).segs[0].vaddr.addr() as u64
-        } else {
-            0
-        };
+        let first = seg_ptr(region, 0, 0).map_or(0, |seg| (*seg).vaddr.addr() as u64);
         // CAST: as C, the offset into the first page, truncated to the u32 field.
         (*region).offset = iova.wrapping_sub(first) as u32;
         (*region).length = (*ibmr).length as usize;

@@ -19,7 +19,7 @@ use kernel::{
 };
 
 use super::Qp;
-use crate::{bindings, macros::c_export};
+use crate::{bindings, device::Device, macros::c_export};
 
 /// The callback type of the iterator.
 type Callback = Option<unsafe extern "C" fn(qp: *mut bindings::rvt_qp, v: u64)>;
@@ -104,8 +104,12 @@ unsafe fn slot_after(iter: &bindings::rvt_qp_iter, prev: *mut bindings::rvt_qp) 
         let slot = if !prev.is_null() {
             &raw mut (*prev).next
         } else if iter.n < iter.specials {
-            let port = *(*iter.rdi).ports.add((iter.n / 2) as usize);
-            &raw mut (*port).qp[(iter.n & 1) as usize]
+            // Two special QPs (0 and 1) per port, from port 1 on.
+            // CAST: `0 <= n < specials`, twice the port count.
+            let Ok(port) = Device::from_raw(iter.rdi).port((iter.n / 2 + 1) as u32) else {
+                return ptr::null_mut();
+            };
+            &raw mut (*port.as_raw()).qp[(iter.n & 1) as usize]
         } else {
             (*(*iter.rdi).qp_dev).qp_table.add((iter.n - iter.specials) as usize)
         };
