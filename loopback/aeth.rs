@@ -3,7 +3,7 @@
 //! RC end-to-end flow control: the credit field of the AETH (IBTA 9.7.7.2), which tells the
 //! requester how many receive WQEs the responder has posted.
 
-use crate::{bindings, krwq::ring::Rq, macros::c_export, qp::Qp};
+use crate::{bindings, macros::c_export, qp::Qp};
 
 /// The number of credits each 5-bit AETH credit code stands for (IBTA table 45); code 0x1F
 /// means "no credit information" (`IB_AETH_CREDIT_INVAL`).
@@ -27,24 +27,6 @@ pub(super) fn cmp_msn(a: u32, b: u32) -> i32 {
     (a as i32).wrapping_sub(b as i32).wrapping_shl(8)
 }
 
-/// The receive WQEs `qp` has posted, as far as a lock-free look can tell: the ring's own
-/// [`Rq::posted_unlocked`], so that the credit counts the indices that `post_recv` and
-/// `rvt_get_rwqe` move (the mmap'ed ring's whenever the QP has one).
-///
-/// # Safety
-///
-/// `qp` is a live QP with its own receive queue (no SRQ).
-unsafe fn posted_receives(qp: *mut bindings::rvt_qp) -> u32 {
-    // SAFETY: `r_rq` is set up at creation, when the QP has a receive queue at all.
-    let rq = unsafe { &raw mut (*qp).r_rq };
-    // SAFETY: as above.
-    if unsafe { (*rq).kwq }.is_null() {
-        return 0;
-    }
-    // SAFETY: the QP's own queue, set up by `krwq::alloc`, alive as long as the QP.
-    unsafe { Rq::of_qp(rq) }.posted_unlocked()
-}
-
 /// `rvt_compute_aeth`: the AETH of an ACK from `qp`: its MSN and credit code, in network
 /// byte order. A QP with an SRQ has no credits to give and says so with the invalid code.
 ///
@@ -53,16 +35,17 @@ unsafe fn posted_receives(qp: *mut bindings::rvt_qp) -> u32 {
 /// `qp` is a live QP of ours.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rvt_compute_aeth(qp: *mut bindings::rvt_qp) -> bindings::__be32 {
-    // SAFETY: a live QP (caller's guarantee); `ibqp.srq` is fixed at creation; `r_msn` is the
-    // responder's, read as C does without a lock.
-    let (msn, srq) = unsafe { ((*qp).r_msn, !(*qp).ibqp.srq.is_null()) };
-    let code = if srq {
-        bindings::IB_AETH_CREDIT_INVAL
-    } else {
-        // SAFETY: a live QP without SRQ.
-        credit_code(unsafe { posted_receives(qp) })
+    // SAFETY: a live QP of ours (caller's guarantee).
+    let qp = unsafe { Qp::from_raw(qp) };
+    // A QP with an SRQ has no ring of its own. The credit is a lock-free look at the ring
+    // (`Rq::posted_unlocked`) at the indices post_recv and rvt_get_rwqe move.
+    let code = match qp.own_rq() {
+        Some(rq) => credit_code(rq.posted_unlocked()),
+        None => bindings::IB_AETH_CREDIT_INVAL,
     };
-    ((msn & bindings::IB_MSN_MASK) | (code << bindings::IB_AETH_CREDIT_SHIFT)).to_be()
+    // `r_msn` is read without a lock, as C reads it.
+    ((qp.r_msn_unlocked() & bindings::IB_MSN_MASK) | (code << bindings::IB_AETH_CREDIT_SHIFT))
+        .to_be()
 }
 c_export!(rvt_compute_aeth);
 
@@ -107,8 +90,7 @@ pub(crate) unsafe extern "C" fn rvt_get_credit(qp: *mut bindings::rvt_qp, aeth: 
     match Credit::of(aeth) {
         Credit::Unlimited => s.set_flags(unlimited),
         Credit::Limit(lsn) => {
-            // SAFETY: `s_lsn` is protected by `s_lock`, held.
-            let cur = unsafe { &mut (*s.raw()).s_lsn };
+            let cur = s.s_lsn_mut();
             if cmp_msn(lsn, *cur) <= 0 {
                 return;
             }

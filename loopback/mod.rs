@@ -45,7 +45,7 @@ use kernel::sync::{
 use crate::{
     bindings::{self, ib_wc_status},
     macros::c_export,
-    qp::{state_ops, Qp, SendGuard},
+    qp::Qp,
 };
 
 /// Adds one to a port counter. C increments them without a lock; here the increment is at
@@ -53,66 +53,6 @@ use crate::{
 pub(super) fn count(counter: *mut u64) {
     // SAFETY: a counter of a live port; every write to it from Rust is atomic.
     unsafe { Atomic::from_ptr(counter) }.add(1, Relaxed);
-}
-
-/// The sender's send engine, owned by this loopback call.
-///
-/// # Invariants
-///
-/// This call set `RVT_S_BUSY` in the QP's `s_flags` (with `s_lock` held) and nobody else
-/// clears it: every caller of the loopback and of the driver's send engine stays out while it
-/// is set, so the fields only the send engine uses (`s_sge`, `s_len`, `s_rnr_retry`) are
-/// ours without a lock, as in C.
-pub(super) struct Busy<'a> {
-    pub(super) qp: &'a Qp,
-}
-
-impl<'a> Busy<'a> {
-    /// Claims the send engine, unless it is busy, waiting (for an RNR timer, credits, ...),
-    /// or the QP's state neither processes nor flushes sends.
-    pub(super) fn claim(s: &mut SendGuard<'a>) -> Option<Self> {
-        if s.flags() & (bindings::RVT_S_BUSY | bindings::RVT_S_ANY_WAIT) != 0
-            || state_ops(s.state()) & bindings::RVT_PROCESS_OR_FLUSH_SEND == 0
-        {
-            return None;
-        }
-        s.set_flags(bindings::RVT_S_BUSY);
-        // INVARIANT: we set RVT_S_BUSY, with `s_lock` held.
-        Some(Self { qp: s.qp() })
-    }
-
-    /// Gives the send engine back.
-    pub(super) fn release(self, s: &mut SendGuard<'_>) {
-        s.clear_flags(bindings::RVT_S_BUSY);
-    }
-
-    fn raw(&self) -> *mut bindings::rvt_qp {
-        self.qp.as_raw()
-    }
-
-    /// The sender's SGE state, `s_sge`.
-    pub(super) fn s_sge(&mut self) -> &mut bindings::rvt_sge_state {
-        // SAFETY: the busy owner's field (type invariant).
-        unsafe { &mut (*self.raw()).s_sge }
-    }
-
-    /// The bytes of the current WQE not yet moved, `s_len`.
-    pub(super) fn s_len(&mut self) -> &mut u32 {
-        // SAFETY: the busy owner's field (type invariant).
-        unsafe { &mut (*self.raw()).s_len }
-    }
-
-    /// The RNR retries left for the current WQE, `s_rnr_retry`.
-    pub(super) fn rnr_retry(&mut self) -> &mut u8 {
-        // SAFETY: the busy owner's field (type invariant).
-        unsafe { &mut (*self.raw()).s_rnr_retry }
-    }
-
-    /// The RNR retry count of the QP's attributes (7: retry for ever).
-    pub(super) fn rnr_retry_cnt(&self) -> u8 {
-        // SAFETY: set by modify_qp; read without a lock as C does.
-        unsafe { (*self.raw()).s_rnr_retry_cnt }
-    }
 }
 
 /// How the responder step ended for one send WQE.
@@ -151,8 +91,8 @@ impl Delivery {
 pub(crate) unsafe extern "C" fn rvt_ruc_loopback(sqp: *mut bindings::rvt_qp) {
     // SAFETY: a live QP of ours (caller's guarantee).
     let sqp = unsafe { Qp::from_raw(sqp) };
-    // SAFETY: `port_num` is set by modify_qp; read without a lock as C does.
-    let port_num = u32::from(unsafe { (*sqp.as_raw()).port_num });
+    // Read without a lock, as C does.
+    let port_num = u32::from(sqp.port_num_unlocked());
     let Ok(port) = sqp.device().port(port_num) else {
         return;
     };

@@ -5,20 +5,22 @@
 //! the error state). What the IB responder would do on the wire: consume a receive WQE, check
 //! rkeys and access rights, move the data, perform the atomic, complete the receive.
 
+use core::ptr;
+
 use kernel::{
-    ffi::{c_int, c_ulong},
+    ffi::c_int,
     sync::atomic::{Atomic, Full},
 };
 
 use super::{
     count,
     sge::{copy_mode, copy_sge, sge_length, start_sge, update_sge},
-    Busy, Delivery,
+    Delivery,
 };
 use crate::{
     bindings::{self, ib_wc_status, ib_wr_opcode},
     device::Port,
-    qp::{raise_event, state_ops, ErrorOutcome, Qp, RecvGuard},
+    qp::{raise_event, state_ops, ErrorOutcome, GetWqe, Locked, Qp, RecvGuard, SendEngine},
 };
 
 /// A request the responder refuses: the statuses of the send and of the receive side (the
@@ -111,7 +113,7 @@ fn local_invalidate(sqp: &Qp, wr: &bindings::ib_send_wr) -> Delivery {
 
 /// Step 2, the responder: delivers `wqe` to `dest` with only `dest`'s `r_lock` held.
 pub(super) fn deliver(
-    busy: &mut Busy<'_>,
+    busy: &mut SendEngine<'_>,
     dest: Option<&Qp>,
     port: &Port,
     wqe: *mut bindings::rvt_swqe,
@@ -123,13 +125,13 @@ pub(super) fn deliver(
     let Some(qp) = dest else {
         return drop_packet(port, sqp);
     };
-    let r = qp.r_lock();
+    let mut r = qp.r_lock();
     if state_ops(r.state()) & bindings::RVT_PROCESS_RECV_OK == 0 || qp.qp_type() != sqp.qp_type() {
         return drop_packet(port, sqp);
     }
     let mut op = Responder {
         busy,
-        r: &r,
+        r: &mut r,
         port,
         wqe,
     };
@@ -138,7 +140,7 @@ pub(super) fn deliver(
         Err(refused) => {
             // The responder goes to the error state: `rvt_rc_error()`, with the locks in order.
             let mut s = qp.s_lock();
-            let outcome = qp.error(&r, &mut s, refused.recv);
+            let outcome = qp.error(&mut r, &mut s, refused.recv);
             drop(s);
             drop(r);
             if outcome == ErrorOutcome::LastWqe {
@@ -150,9 +152,9 @@ pub(super) fn deliver(
 }
 
 /// One WQE at the responder, whose `r_lock` is held.
-struct Responder<'a, 'b> {
-    busy: &'a mut Busy<'b>,
-    r: &'a RecvGuard<'a>,
+struct Responder<'a, 'b, 'c> {
+    busy: &'a mut SendEngine<'b>,
+    r: &'a mut RecvGuard<'c>,
     port: &'a Port,
     wqe: *mut bindings::rvt_swqe,
 }
@@ -172,13 +174,14 @@ impl RecvFlags {
     }
 }
 
-impl Responder<'_, '_> {
+impl Responder<'_, '_, '_> {
     fn sqp(&self) -> &Qp {
         self.busy.qp
     }
 
-    fn qp(&self) -> *mut bindings::rvt_qp {
-        self.r.raw()
+    /// The responder QP.
+    fn qp(&self) -> &Qp {
+        self.r.qp()
     }
 
     fn wr(&self) -> &bindings::ib_send_wr {
@@ -192,17 +195,16 @@ impl Responder<'_, '_> {
     }
 
     fn has_access(&self, flag: bindings::ib_access_flags) -> bool {
-        // SAFETY: `qp_access_flags` is written by modify_qp with `r_lock` held, as here.
-        u32::from(unsafe { (*self.qp()).qp_access_flags }) & flag != 0
+        u32::from(self.r.qp_access_flags()) & flag != 0
     }
 
     /// The receive queue's consumer: `rvt_get_rwqe()`. `Ok(false)`: the queue is empty.
-    fn get_rwqe(&self, wr_id_only: bool) -> Result<bool, Refused> {
-        // SAFETY: `r_lock` is held, as rvt_get_rwqe requires.
-        match unsafe { bindings::rvt_get_rwqe(self.qp(), wr_id_only) } {
-            ret if ret < 0 => Err(Refused::operation()),
-            0 => Ok(false),
-            _ => Ok(true),
+    fn get_rwqe(&mut self, wr_id_only: bool) -> Result<bool, Refused> {
+        let qp = self.r.qp();
+        match qp.get_wqe(self.r, wr_id_only) {
+            GetWqe::Error => Err(Refused::operation()),
+            GetWqe::Empty => Ok(false),
+            GetWqe::Taken => Ok(true),
         }
     }
 
@@ -217,8 +219,9 @@ impl Responder<'_, '_> {
     ) -> Result<(), Refused> {
         // CAST: IB access flags fit an int.
         let acc = acc as c_int;
-        // SAFETY: the responder is a live QP of ours and `sge` is the state being set up.
-        if unsafe { bindings::rvt_rkey_ok(self.qp(), sge, len, vaddr, rkey, acc) } == 0 {
+        // SAFETY: the responder is a live QP of ours (the export takes C's pointer to it) and
+        // `sge` is the state being set up.
+        if unsafe { bindings::rvt_rkey_ok(self.qp().as_raw(), sge, len, vaddr, rkey, acc) } == 0 {
             return Err(Refused::access());
         }
         Ok(())
@@ -228,8 +231,8 @@ impl Responder<'_, '_> {
         let wqe = self.wqe;
         let length = self.length();
         // SAFETY: a send WQE of the sender, whose `sg_list` has `wr.num_sge` entries.
-        unsafe { start_sge(self.busy.s_sge(), wqe) };
-        *self.busy.s_len() = length;
+        unsafe { start_sge(self.busy.s_sge_mut(), wqe) };
+        *self.busy.s_len_mut() = length;
         let op = self.wr().opcode;
         match op {
             ib_wr_opcode::IB_WR_SEND
@@ -254,14 +257,13 @@ impl Responder<'_, '_> {
         }
         // SAFETY: a live port.
         count(unsafe { &raw mut (*self.port.as_raw()).n_rnr_naks });
-        if *self.busy.rnr_retry() == 0 {
+        if *self.busy.s_rnr_retry_mut() == 0 {
             return Delivery::Failed(ib_wc_status::IB_WC_RNR_RETRY_EXC_ERR);
         }
-        if self.busy.rnr_retry_cnt() < 7 {
-            *self.busy.rnr_retry() -= 1;
+        if self.busy.qp.s_rnr_retry_cnt_unlocked() < 7 {
+            *self.busy.s_rnr_retry_mut() -= 1;
         }
-        // SAFETY: `r_min_rnr_timer` is written by modify_qp with `r_lock` held, as here.
-        let timer = u32::from(unsafe { (*self.qp()).r_min_rnr_timer });
+        let timer = u32::from(self.r.r_min_rnr_timer());
         Delivery::RnrNak {
             aeth: timer << bindings::IB_AETH_CREDIT_SHIFT,
         }
@@ -272,8 +274,7 @@ impl Responder<'_, '_> {
         if !self.get_rwqe(false)? {
             return Ok(self.rnr_nak());
         }
-        // SAFETY: `r_len` is the responder's, set by rvt_get_rwqe under `r_lock`, held.
-        if self.length() > unsafe { (*self.qp()).r_len } {
+        if self.length() > self.r.r_len() {
             return Err(Refused::invalid(self.sqp()));
         }
         let wr = *self.wr();
@@ -282,8 +283,8 @@ impl Responder<'_, '_> {
             ib_wr_opcode::IB_WR_SEND_WITH_INV => {
                 // SAFETY: the member SEND_WITH_INV fills; the responder is live.
                 let rkey = unsafe { wr.ex.invalidate_rkey };
-                // SAFETY: as above.
-                if unsafe { bindings::rvt_invalidate_rkey(self.qp(), rkey) } == 0 {
+                // SAFETY: as above (the export takes C's pointer to the QP).
+                if unsafe { bindings::rvt_invalidate_rkey(self.qp().as_raw(), rkey) } == 0 {
                     flags.wc_flags = bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE as c_int;
                     flags.ex.invalidate_rkey = rkey;
                 }
@@ -318,8 +319,7 @@ impl Responder<'_, '_> {
             false
         } else {
             // A user QP polls the last bytes of a plain write for its arrival: they go last.
-            // SAFETY: `pid` is fixed at creation.
-            unsafe { (*self.qp()).pid != 0 }
+            self.qp().pid() != 0
         };
         let length = self.length();
         if length != 0 {
@@ -330,9 +330,7 @@ impl Responder<'_, '_> {
                     (*self.wqe).__bindgen_anon_1.rdma_wr.rkey,
                 )
             };
-            let qp = self.qp();
-            // SAFETY: `r_sge` is the responder's, protected by `r_lock`, held.
-            let target = unsafe { &raw mut (*qp).r_sge.sge };
+            let target = &raw mut self.r.r_sge_mut().sge;
             self.rkey_ok(
                 target,
                 length,
@@ -340,12 +338,10 @@ impl Responder<'_, '_> {
                 rkey,
                 bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE,
             )?;
-            // SAFETY: as above.
-            unsafe {
-                (*qp).r_sge.sg_list = core::ptr::null_mut();
-                (*qp).r_sge.num_sge = 1;
-                (*qp).r_sge.total_len = length;
-            }
+            let ss = self.r.r_sge_mut();
+            ss.sg_list = core::ptr::null_mut();
+            ss.num_sge = 1;
+            ss.total_len = length;
         }
         self.transfer(true, copy_last);
         self.complete_receive(flags);
@@ -365,7 +361,7 @@ impl Responder<'_, '_> {
                 (*self.wqe).__bindgen_anon_1.rdma_wr.rkey,
             )
         };
-        let source = &raw mut self.busy.s_sge().sge;
+        let source = &raw mut self.busy.s_sge_mut().sge;
         self.rkey_ok(
             source,
             length,
@@ -373,7 +369,7 @@ impl Responder<'_, '_> {
             rkey,
             bindings::ib_access_flags_IB_ACCESS_REMOTE_READ,
         )?;
-        let ss = self.busy.s_sge();
+        let ss = self.busy.s_sge_mut();
         ss.sg_list = core::ptr::null_mut();
         if length == 0 {
             // The rkey is checked as C checks it, but no copy will consume the source and give
@@ -385,10 +381,8 @@ impl Responder<'_, '_> {
         } else {
             ss.num_sge = 1;
         }
-        let qp = self.qp();
-        // SAFETY: `r_sge` is the responder's, protected by `r_lock`, held; the WQE's SGEs
-        // are the destination.
-        unsafe { start_sge(&mut (*qp).r_sge, self.wqe) };
+        // SAFETY: the WQE's SGEs are the destination; `wr.num_sge` of them.
+        unsafe { start_sge(self.r.r_sge_mut(), self.wqe) };
         // The source holds the rkey's region reference, given back as it is consumed; the
         // destination SGEs keep theirs, which the send completion drops.
         self.transfer(false, false);
@@ -407,9 +401,7 @@ impl Responder<'_, '_> {
         if a.remote_addr % 8 != 0 {
             return Err(Refused::invalid(self.sqp()));
         }
-        let qp = self.qp();
-        // SAFETY: `r_sge` is the responder's, protected by `r_lock`, held.
-        let target = unsafe { &raw mut (*qp).r_sge.sge };
+        let target = &raw mut self.r.r_sge_mut().sge;
         self.rkey_ok(
             target,
             8,
@@ -424,10 +416,8 @@ impl Responder<'_, '_> {
             // maps an aligned IB address to an unaligned kernel one; C runs a split-lock
             // atomic there, which the kernel may trap. Refused as a misaligned request.
             // SAFETY: the reference the rkey check took; the SGE is not used again.
-            unsafe {
-                bindings::rdmavt_rs_rvt_put_mr((*target).mr);
-                (*qp).r_sge.num_sge = 0;
-            }
+            unsafe { bindings::rdmavt_rs_rvt_put_mr((*target).mr) };
+            self.r.r_sge_mut().num_sge = 0;
             return Err(Refused::invalid(self.sqp()));
         }
         // SAFETY: the rkey check gave a kernel mapping of 8 bytes, 8-aligned (checked above),
@@ -443,14 +433,14 @@ impl Responder<'_, '_> {
         // region reference from the rkey check is given back here, as its SGE is done.
         unsafe {
             self.busy
-                .s_sge()
+                .s_sge_mut()
                 .sge
                 .vaddr
                 .cast::<u64>()
                 .write_unaligned(old);
             bindings::rdmavt_rs_rvt_put_mr((*target).mr);
-            (*qp).r_sge.num_sge = 0;
         }
+        self.r.r_sge_mut().num_sge = 0;
         Ok(Delivery::done())
     }
 
@@ -458,27 +448,25 @@ impl Responder<'_, '_> {
     /// responder's SGEs hold region references, given back as they fill (and the rest at the
     /// end); otherwise the sender's do.
     fn transfer(&mut self, release: bool, copy_last: bool) {
-        let qp = self.qp();
         let sqp: &Qp = self.busy.qp;
         let dev = sqp.device();
         loop {
-            let left = *self.busy.s_len();
+            let left = *self.busy.s_len_mut();
             if left == 0 {
                 break;
             }
-            let ss = self.busy.s_sge();
+            let ss = self.busy.s_sge_mut();
             let len = sge_length(&ss.sge, left);
             if kernel::warn_on!(len == 0) {
                 break;
             }
             let src = ss.sge.vaddr.cast::<u8>();
-            // SAFETY: the responder's `r_sge` is protected by `r_lock`, held, and covers the
-            // WQE's length (checked against `r_len`, or set up by the rkey check); the
-            // sender's SGE has `len` bytes at `src`; both are kernel mappings of checked
-            // regions.
+            // SAFETY: the responder's `r_sge` covers the WQE's length (checked against
+            // `r_len`, or set up by the rkey check); the sender's SGE has `len` bytes at
+            // `src`; both are kernel mappings of checked regions.
             unsafe {
                 copy_sge(
-                    &mut (*qp).r_sge,
+                    self.r.r_sge_mut(),
                     src,
                     len,
                     release,
@@ -487,25 +475,18 @@ impl Responder<'_, '_> {
                 );
                 update_sge(ss, len, !release);
             }
-            *self.busy.s_len() = left - len;
+            *self.busy.s_len_mut() = left - len;
         }
         if release {
-            // SAFETY: `r_sge` is the responder's; what is left of it still holds references.
-            unsafe { bindings::rdmavt_rs_rvt_put_ss(&raw mut (*qp).r_sge) };
+            // SAFETY: what is left of the responder's `r_sge` still holds references.
+            unsafe { bindings::rdmavt_rs_rvt_put_ss(self.r.r_sge_mut()) };
         }
     }
 
     /// Completes the receive WQE the delivery consumed, if any: `rvt_recv_cq()`.
-    fn complete_receive(&self, flags: RecvFlags) {
+    fn complete_receive(&mut self, flags: RecvFlags) {
         let qp = self.qp();
-        // SAFETY: `r_aflags` bits change atomically.
-        let valid = unsafe {
-            bindings::rdmavt_rs_test_and_clear_bit(
-                bindings::RVT_R_WRID_VALID as c_ulong,
-                (&raw mut (*qp).r_aflags).cast(),
-            )
-        };
-        if valid == 0 {
+        if !qp.test_and_clear_r_aflag(bindings::RVT_R_WRID_VALID) {
             return;
         }
         let wr = self.wr();
@@ -520,21 +501,17 @@ impl Responder<'_, '_> {
         wc.ex = flags.ex;
         wc.status = ib_wc_status::IB_WC_SUCCESS;
         wc.byte_len = self.length();
-        // SAFETY: the responder's fields, protected by `r_lock`, held (`remote_qpn` and the
-        // address vector are written by modify_qp with it held).
-        unsafe {
-            wc.__bindgen_anon_1.wr_id = (*qp).r_wr_id;
-            wc.qp = &raw mut (*qp).ibqp;
-            wc.src_qp = (*qp).remote_qpn;
-            wc.slid = bindings::rdmavt_rs_rdma_ah_get_dlid(&raw mut (*qp).remote_ah_attr) & 0xffff;
-            wc.sl = (*qp).remote_ah_attr.sl;
-        }
+        wc.__bindgen_anon_1.wr_id = self.r.r_wr_id();
+        wc.qp = qp.ibqp();
+        wc.src_qp = self.r.remote_qpn();
+        let ah = self.r.remote_ah_attr();
+        // SAFETY: a valid address vector; the helper only reads it.
+        wc.slid = unsafe { bindings::rdmavt_rs_rdma_ah_get_dlid(ptr::from_ref(ah).cast_mut()) } & 0xffff;
+        wc.sl = ah.sl;
         wc.port_num = 1;
         let solicited = wr.send_flags & bindings::ib_send_flags_IB_SEND_SOLICITED as c_int != 0;
-        // SAFETY: the responder's receive CQ is live while the QP is; `ibcq` is the head of
-        // `rvt_cq`.
-        let entered =
-            unsafe { bindings::rvt_cq_enter((*qp).ibqp.recv_cq.cast(), &mut wc, solicited) };
+        // SAFETY: the responder's receive CQ is live while the QP is.
+        let entered = unsafe { bindings::rvt_cq_enter(qp.recv_cq(), &mut wc, solicited) };
         if !entered {
             // The CQ overflowed: the QP goes to the error state. C calls rvt_error_qp() here
             // without `s_lock`, which it requires; we take it, in order. As in C's

@@ -5,22 +5,19 @@
 //! the WQE the responder step handled (or the RNR timer armed for it, or the error state) and
 //! the choice of the next WQE, marked in progress.
 
-use kernel::sync::{
-    atomic::{atomic_load, Atomic, Relaxed},
-    rcu,
-};
+use kernel::sync::rcu;
 
-use super::{count, Busy, Delivery};
+use super::{count, Delivery};
 use crate::{
     bindings::{self, ib_wc_status},
     device::Port,
-    qp::{raise_event, state_ops, ErrorOutcome, Qp, RecvGuard, SendGuard},
+    qp::{raise_event, state_ops, ErrorOutcome, Locked, Qp, RecvGuard, SendEngine, SendGuard},
 };
 
 /// The destination QP of `sqp`, `rvt_lookup_qpn()`.
 pub(super) fn lookup<'a>(sqp: &Qp, port: &Port, _rcu: &'a rcu::Guard) -> Option<&'a Qp> {
-    // SAFETY: `remote_qpn` is set by modify_qp; read without a lock as C does.
-    let qpn = unsafe { (*sqp.as_raw()).remote_qpn };
+    // Read without a lock, as C does.
+    let qpn = sqp.remote_qpn_unlocked();
     // SAFETY: the RCU read lock is held; the device and port are live.
     let qp =
         unsafe { bindings::rdmavt_rs_rvt_lookup_qpn(sqp.device().as_raw(), port.as_raw(), qpn) };
@@ -35,13 +32,13 @@ pub(super) fn lookup<'a>(sqp: &Qp, port: &Port, _rcu: &'a rcu::Guard) -> Option<
 pub(super) fn sender_step<'a>(
     sqp: &'a Qp,
     port: &Port,
-    prev: Option<(Busy<'a>, *mut bindings::rvt_swqe, Delivery)>,
-) -> Option<(Busy<'a>, *mut bindings::rvt_swqe)> {
-    let r = sqp.r_lock();
+    prev: Option<(SendEngine<'a>, *mut bindings::rvt_swqe, Delivery)>,
+) -> Option<(SendEngine<'a>, *mut bindings::rvt_swqe)> {
+    let mut r = sqp.r_lock();
     let mut s = sqp.s_lock();
     let busy = match prev {
-        None => Busy::claim(&mut s)?,
-        Some((busy, wqe, delivery)) => match finish(&r, &mut s, port, wqe, delivery) {
+        None => SendEngine::claim(&mut s)?,
+        Some((busy, wqe, delivery)) => match finish(&mut r, &mut s, port, wqe, delivery) {
             Finished::Next => busy,
             Finished::Stop(event) => {
                 busy.release(&mut s);
@@ -73,7 +70,7 @@ enum Finished {
 
 /// Completes (or requeues, for an RNR NAK) the WQE a responder step handled.
 fn finish(
-    r: &RecvGuard<'_>,
+    r: &mut RecvGuard<'_>,
     s: &mut SendGuard<'_>,
     port: &Port,
     wqe: *mut bindings::rvt_swqe,
@@ -86,9 +83,7 @@ fn finish(
             count(unsafe { &raw mut (*port.as_raw()).n_loop_pkts });
             complete_send(s, wqe, status);
             if local_op {
-                // SAFETY: an atomic_t of a live QP, incremented when the WQE was posted.
-                unsafe { Atomic::from_ptr(&raw mut (*s.raw()).local_ops_pending.counter) }
-                    .add(-1, Relaxed);
+                sqp.local_op_done();
             }
             Finished::Next
         }
@@ -96,14 +91,13 @@ fn finish(
             // As C: the timer is armed only while the sender may still receive (not in the
             // error state, whose flush a new call of the loopback does).
             if state_ops(s.state()) & bindings::RVT_PROCESS_RECV_OK != 0 {
-                // SAFETY: `s_lock` is held, as rvt_add_rnr_timer requires.
-                unsafe { bindings::rvt_add_rnr_timer(s.raw(), aeth) };
+                s.add_rnr_timer(aeth);
             }
             Finished::Stop(false)
         }
         Delivery::Failed(status) => {
-            // SAFETY: `s_lock` and `r_lock` are held, as rvt_send_complete requires.
-            unsafe { bindings::rvt_send_complete(s.raw(), wqe, status) };
+            // SAFETY: `wqe` is the sender's WQE at `s_last`; `s_lock` and `r_lock` are held.
+            unsafe { sqp.send_complete(s, wqe, status) };
             if sqp.qp_type() != bindings::ib_qp_type::IB_QPT_RC {
                 return Finished::Next;
             }
@@ -115,24 +109,18 @@ fn finish(
 
 /// Completes `wqe` with `status` and rearms the RNR retries for the next WQE.
 fn complete_send(s: &mut SendGuard<'_>, wqe: *mut bindings::rvt_swqe, status: ib_wc_status) {
-    let qp = s.raw();
-    // SAFETY: the fields are the send engine's, and `s_lock` and `r_lock` are held, as
-    // rvt_send_complete requires.
-    unsafe {
-        (*qp).s_rnr_retry = (*qp).s_rnr_retry_cnt;
-        bindings::rvt_send_complete(qp, wqe, status);
-    }
+    *s.s_rnr_retry_mut() = s.s_rnr_retry_cnt();
+    // SAFETY: `wqe` is the sender's WQE at `s_last`; `s_lock` and `r_lock` are held.
+    unsafe { s.qp().send_complete(s, wqe, status) };
 }
 
 /// The next WQE to deliver, marked in progress (`s_cur` past it). In a state that flushes
 /// the send queue, each WQE is completed with IB_WC_WR_FLUSH_ERR instead. `None`: nothing
 /// (more) to do.
 fn next_wqe(_r: &RecvGuard<'_>, s: &mut SendGuard<'_>) -> Option<*mut bindings::rvt_swqe> {
-    let qp = s.raw();
+    let qp = s.qp();
     loop {
-        // SAFETY: `s_last`, `s_cur` and `s_size` are protected by `s_lock`, held; `s_head` is
-        // the poster's, read once (C's READ_ONCE).
-        let (last, head) = unsafe { ((*qp).s_last, atomic_load(&raw mut (*qp).s_head, Relaxed)) };
+        let (last, head) = (s.s_last(), qp.s_head_acquire());
         if last == head {
             return None;
         }
@@ -146,15 +134,9 @@ fn next_wqe(_r: &RecvGuard<'_>, s: &mut SendGuard<'_>) -> Option<*mut bindings::
             complete_send(s, wqe, ib_wc_status::IB_WC_WR_FLUSH_ERR);
             continue;
         }
-        // SAFETY: as above; the WQE at `s_last` does not change until `s_last` moves.
-        unsafe {
-            if (*qp).s_cur == last {
-                (*qp).s_cur = if last + 1 >= (*qp).s_size {
-                    0
-                } else {
-                    last + 1
-                };
-            }
+        // The WQE at `s_last` does not change until `s_last` moves.
+        if s.s_cur() == last {
+            *s.s_cur_mut() = if last + 1 >= qp.s_size() { 0 } else { last + 1 };
         }
         return Some(wqe);
     }

@@ -19,15 +19,14 @@ use crate::{
     bindings,
     device::{Device, Port},
     macros::c_export,
-    qp::Qp,
+    qp::{Locked, Qp},
 };
 
 /// The port a QP is bound to, and whether the QP is in RESET, read under `r_lock` (which,
 /// with `s_lock`, guards both; C reads them unlocked).
 fn port_and_reset(qp: &Qp) -> (u32, bool) {
     let r = qp.r_lock();
-    // SAFETY: `port_num` is written by modify_qp with `r_lock` held, which it is.
-    let port_num = unsafe { (*r.raw()).port_num };
+    let port_num = r.port_num();
     let reset = r.state() == bindings::ib_qp_state::IB_QPS_RESET.0;
     (u32::from(port_num), reset)
 }

@@ -4,11 +4,7 @@
 //! responder's events (`rvt_comm_est`, `rvt_rc_error`), and dropping a QP's references to a
 //! memory region that is being deregistered (`rvt_qp_mr_clean`).
 
-use kernel::{
-    ffi::c_int,
-    sync::atomic::{atomic_load, atomic_store, Atomic, Full, Relaxed, Release},
-    sync::barrier::smp_mb,
-};
+use kernel::ffi::c_int;
 
 use super::{error::ErrorOutcome, state_ops, PostGuard, Qp, RecvGuard, SendGuard};
 use crate::{bindings, device::Device, macros::c_export};
@@ -77,33 +73,29 @@ impl Qp {
         opcode: bindings::ib_wc_opcode,
         status: bindings::ib_wc_status,
     ) -> u32 {
-        let qp = s.raw();
-        // SAFETY: the caller guarantees `wqe` is the finished WQE at `s_last`; `s_lock` is
-        // held, which protects `s_last` for writing; `s_size` is fixed.
-        unsafe {
-            let flags = (*wqe).__bindgen_anon_1.wr.send_flags;
-            if flags & SEND_RESERVE_USED != 0 {
-                Atomic::from_ptr(&raw mut (*qp).s_reserved_used.counter).add(-1, Relaxed);
-                // C's smp_mb__after_atomic: the reserved count drops before `s_last` moves
-                // (see `Qp::is_avail`).
-                smp_mb(Full);
-            }
-            bindings::rdmavt_rs_rvt_put_qp_swqe(qp, wqe);
-            let need_completion = flags & SEND_RESERVE_USED == 0
-                && (s.flags() & bindings::RVT_S_SIGNAL_REQ_WR == 0
-                    || flags & bindings::ib_send_flags_IB_SEND_SIGNALED != 0
-                    || status != bindings::ib_wc_status::IB_WC_SUCCESS);
-            // Read before the slot is given back: a poster may reuse it at once.
-            let (wr_id, byte_len) = ((*wqe).__bindgen_anon_1.wr.__bindgen_anon_1.wr_id, (*wqe).length);
-            let last = next_slot((*qp).s_last, (*qp).s_size);
-            // ORDERING: Release pairs with the Acquire in `Qp::is_avail`: the WQE is
-            // released and read before a poster sees its slot free.
-            atomic_store(&raw mut (*qp).s_last, last, Release);
-            if need_completion {
-                self.send_cq(wr_id, byte_len, opcode, status);
-            }
-            last
+        // SAFETY: the caller guarantees `wqe` is the finished WQE at `s_last`, which stays ours
+        // until `s_last` moves past it.
+        let (flags, wr_id, byte_len) = unsafe {
+            let wr = &(*wqe).__bindgen_anon_1.wr;
+            (wr.send_flags, wr.__bindgen_anon_1.wr_id, (*wqe).length)
+        };
+        if flags & SEND_RESERVE_USED != 0 {
+            self.reserved_op_done();
         }
+        // SAFETY: as above; the glue drops the WQE's references (the export takes C's
+        // pointer to the QP).
+        unsafe { bindings::rdmavt_rs_rvt_put_qp_swqe(self.as_raw(), wqe) };
+        let need_completion = flags & SEND_RESERVE_USED == 0
+            && (s.flags() & bindings::RVT_S_SIGNAL_REQ_WR == 0
+                || flags & bindings::ib_send_flags_IB_SEND_SIGNALED != 0
+                || status != bindings::ib_wc_status::IB_WC_SUCCESS);
+        // The WQE was read above: a poster may reuse the slot as soon as `s_last` moves.
+        let last = next_slot(s.s_last(), self.s_size());
+        s.publish_s_last(last);
+        if need_completion {
+            self.send_cq(wr_id, byte_len, opcode, status);
+        }
+        last
     }
 
     /// `rvt_send_cq`: a send completion. A full CQ puts the QP in the error state, as in C,
@@ -138,26 +130,26 @@ impl Qp {
         if state_ops(s.state()) & bindings::RVT_PROCESS_OR_FLUSH_SEND == 0 {
             return;
         }
-        let qp = s.raw();
         // SAFETY: `wc_opcode` is the driver's table, fixed at registration, with an entry for
         // each opcode `post_send` accepts, which `wqe`'s is.
         let opcode = unsafe {
             let op = (*wqe).__bindgen_anon_1.wr.opcode.0 as usize;
             *(*self.device().as_raw()).wc_opcode.add(op)
         };
-        // SAFETY: `s_lock` is held and protects the indices; `s_last` is written only under
-        // it, so a plain read is exact.
-        unsafe {
-            let old_last = (*qp).s_last;
-            let last = self.complete_swqe(s, wqe, opcode, status);
-            for index in [&raw mut (*qp).s_acked, &raw mut (*qp).s_cur, &raw mut (*qp).s_tail] {
-                if *index == old_last {
-                    *index = last;
-                }
+        let old_last = s.s_last();
+        // SAFETY: the caller's guarantee.
+        let last = unsafe { self.complete_swqe(s, wqe, opcode, status) };
+        // Every index that pointed at the completed slot moves along with `s_last`.
+        let follow = |index: &mut u32| {
+            if *index == old_last {
+                *index = last;
             }
-            if s.state() == bindings::ib_qp_state::IB_QPS_SQD.0 && last == (*qp).s_cur {
-                (*qp).s_draining = 0;
-            }
+        };
+        follow(s.s_acked_mut());
+        follow(s.s_cur_mut());
+        follow(s.s_tail_mut());
+        if s.state() == bindings::ib_qp_state::IB_QPS_SQD.0 && last == s.s_cur() {
+            *s.s_draining_mut() = 0;
         }
     }
 }
@@ -193,8 +185,8 @@ pub(crate) unsafe extern "C" fn rvt_comm_est(qp: *mut bindings::rvt_qp) {
     // SAFETY: a live QP of ours (caller's guarantee).
     let qp = unsafe { Qp::from_raw(qp) };
     // SAFETY: the caller holds `r_lock` for the whole call.
-    let r = unsafe { qp.assume_r_locked() };
-    r.set_flags(bindings::RVT_R_COMM_EST as u8);
+    let mut r = unsafe { qp.assume_r_locked() };
+    *r.r_flags_mut() |= bindings::RVT_R_COMM_EST as u8;
     super::error::raise_event(qp, bindings::ib_event_type::IB_EVENT_COMM_EST);
 }
 c_export!(rvt_comm_est);
@@ -210,10 +202,10 @@ pub(crate) unsafe extern "C" fn rvt_rc_error(qp: *mut bindings::rvt_qp, err: bin
     // SAFETY: a live QP of ours (caller's guarantee).
     let qp = unsafe { Qp::from_raw(qp) };
     // SAFETY: the caller holds `r_lock` for the whole call.
-    let r = unsafe { qp.assume_r_locked() };
+    let mut r = unsafe { qp.assume_r_locked() };
     let outcome = {
         let mut s = qp.s_lock();
-        qp.error(&r, &mut s, err)
+        qp.error(&mut r, &mut s, err)
     };
     if outcome == ErrorOutcome::LastWqe {
         super::error::raise_event(qp, bindings::ib_event_type::IB_EVENT_QP_LAST_WQE_REACHED);
@@ -221,13 +213,6 @@ pub(crate) unsafe extern "C" fn rvt_rc_error(qp: *mut bindings::rvt_qp, err: bin
 }
 c_export!(rvt_rc_error);
 
-impl RecvGuard<'_> {
-    /// Sets bits in `r_flags`.
-    pub(crate) fn set_flags(&self, bits: u8) {
-        // SAFETY: `r_flags` is protected by `r_lock`, held.
-        unsafe { (*self.raw()).r_flags |= bits };
-    }
-}
 
 impl Qp {
     /// `rvt_qp_mr_clean`: a QP that still references `lkey` (receive state, unfinished sends,
@@ -242,8 +227,8 @@ impl Qp {
         let state = locks.s.state();
         let stopped = state == bindings::ib_qp_state::IB_QPS_ERR.0 || state == bindings::ib_qp_state::IB_QPS_RESET.0;
         let mut outcome = ErrorOutcome::Done;
-        if !stopped && self.references_lkey(&locks.h, &locks.s, lkey) {
-            outcome = self.error(&locks.r, &mut locks.s, bindings::ib_wc_status::IB_WC_LOC_PROT_ERR);
+        if !stopped && self.references_lkey(&locks.r, &locks.h, &locks.s, lkey) {
+            outcome = self.error(&mut locks.r, &mut locks.s, bindings::ib_wc_status::IB_WC_LOC_PROT_ERR);
         }
         drop(locks);
         if outcome == ErrorOutcome::LastWqe {
@@ -252,30 +237,44 @@ impl Qp {
     }
 
     /// Whether the receive state, a send WQE not yet completed, the RDMA read MR or the ack
-    /// queue references `lkey`. The caller holds all three locks (`h` and `s` are two).
-    fn references_lkey(&self, h: &PostGuard<'_>, s: &SendGuard<'_>, lkey: u32) -> bool {
-        let qp = s.raw();
-        // SAFETY: with all three locks held, nothing changes the SGE states, the WQEs
-        // between `s_last` and `s_head`, the RDMA read MR or the ack queue; every SGE in use
-        // holds a reference to its region, so the regions are alive.
-        unsafe {
-            if bindings::rvt_ss_has_lkey(&raw mut (*qp).r_sge, lkey) {
-                return true;
-            }
-            let mut n = (*qp).s_last;
-            while n != h.head() {
+    /// queue references `lkey`. The caller holds all three locks.
+    fn references_lkey(&self, r: &RecvGuard<'_>, h: &PostGuard<'_>, s: &SendGuard<'_>, lkey: u32) -> bool {
+        let mut r_sge = r.r_sge();
+        // SAFETY: with all three locks held, nothing changes the SGE states, the WQEs between
+        // `s_last` and `s_head`, the RDMA read MR or the ack queue; every SGE in use holds a
+        // reference to its region, so the regions are alive. The export only reads the state.
+        if unsafe { bindings::rvt_ss_has_lkey(&mut r_sge, lkey) } {
+            return true;
+        }
+        let mut n = s.s_last();
+        while n != h.s_head() {
+            // SAFETY: `n` is a slot of the queue, between `s_last` and `s_head`: posted, not
+            // completed, its `num_sge` SGEs each holding a region reference.
+            let found = unsafe {
                 let wqe = s.swqe(n);
                 let sges = (*wqe).__bindgen_anon_1.wr.num_sge.max(0) as usize;
                 let sg_list = (*wqe).sg_list.as_mut_ptr();
-                if (0..sges).any(|i| bindings::rvt_mr_has_lkey((*sg_list.add(i)).mr, lkey)) {
-                    return true;
-                }
-                n = next_slot(n, (*qp).s_size);
-            }
-            if bindings::rvt_mr_has_lkey((*qp).s_rdma_mr, lkey) {
+                (0..sges).any(|i| bindings::rvt_mr_has_lkey((*sg_list.add(i)).mr, lkey))
+            };
+            if found {
                 return true;
             }
-            let acks = (*qp).s_ack_queue;
+            n = next_slot(n, self.s_size());
+        }
+        // SAFETY: as above.
+        if unsafe { bindings::rvt_mr_has_lkey(s.s_rdma_mr(), lkey) } {
+            return true;
+        }
+        self.ack_queue_references(lkey)
+    }
+
+    /// Whether an entry of the RDMA read and atomic response queue references `lkey`. The
+    /// caller holds all three locks.
+    fn ack_queue_references(&self, lkey: u32) -> bool {
+        // SAFETY: `s_ack_queue` is allocated at creation (NULL for QPs that have none), with
+        // `max_rdma_atomic + 1` entries, each holding a region reference while in use.
+        unsafe {
+            let acks = (*self.as_raw()).s_ack_queue;
             let entries = if acks.is_null() { 0 } else { usize::from(self.device().dparms().max_rdma_atomic) + 1 };
             (0..entries).any(|i| bindings::rvt_mr_has_lkey((*acks.add(i)).rdma_sge.mr, lkey))
         }
@@ -324,11 +323,4 @@ pub(crate) unsafe fn dereg_clean_qps(dev: &Device, mr: *mut bindings::rvt_mregio
     // SAFETY: our own iterator over the device's QPs, with a callback that takes each QP's
     // locks itself; `mr` outlives the call (caller's guarantee).
     unsafe { bindings::rvt_qp_iter(dev.as_raw(), mr as usize as u64, Some(dereg_clean_qp)) };
-}
-
-/// Reads `qp->state` outside of the locks that write it (C's unlocked reads, READ_ONCE): a
-/// snapshot that the caller accepts may be stale.
-pub(super) fn state_snapshot(qp: *mut bindings::rvt_qp) -> u32 {
-    // SAFETY: `state` is a byte of a live QP (callers pass one); the read is atomic.
-    u32::from(unsafe { atomic_load((&raw mut (*qp).state).cast::<i8>(), Relaxed) } as u8)
 }

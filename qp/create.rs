@@ -278,7 +278,7 @@ impl Qp {
             }
             for n in 0..(*qp).s_size {
                 let attr = kzalloc_node(size_of::<bindings::rdma_ah_attr>(), dev.dparms().node)?;
-                (*super::swqe_ptr(qp, n)).__bindgen_anon_1.ud_wr.attr = attr.cast();
+                (*self.swqe(n)).__bindgen_anon_1.ud_wr.attr = attr.cast();
             }
         }
         Ok(())
@@ -398,7 +398,7 @@ impl Qp {
                 return;
             }
             for n in 0..(*qp).s_size {
-                let wqe = super::swqe_ptr(qp, n);
+                let wqe = self.swqe(n);
                 bindings::kfree((*wqe).__bindgen_anon_1.ud_wr.attr.cast());
                 (*wqe).__bindgen_anon_1.ud_wr.attr = core::ptr::null_mut();
             }

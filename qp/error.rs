@@ -19,21 +19,18 @@ pub(crate) enum ErrorOutcome {
 
 impl Qp {
     /// Moves the QP to the error state, with both locks C requires held.
-    pub(crate) fn error(&self, _r: &RecvGuard<'_>, s: &mut SendGuard<'_>, err: bindings::ib_wc_status) -> ErrorOutcome {
+    pub(crate) fn error(&self, r: &mut RecvGuard<'_>, s: &mut SendGuard<'_>, err: bindings::ib_wc_status) -> ErrorOutcome {
         let err_state = bindings::ib_qp_state::IB_QPS_ERR.0;
         let reset = bindings::ib_qp_state::IB_QPS_RESET.0;
         let state = s.state();
         if state == err_state || state == reset {
             return ErrorOutcome::Done;
         }
-        let qp = s.raw();
-        // SAFETY: `state` is written with `r_lock` and `s_lock` held, as here.
-        unsafe { (*qp).state = err_state as u8 };
+        s.set_state(r, err_state as u8);
         self.stop_sending(s);
-        self.clear_mr_refs(s, false);
-        self.complete_active_receive(err);
-        // SAFETY: `r_rq.kwq` is set at creation and fixed; NULL for a QP with an SRQ.
-        if !unsafe { (*qp).r_rq.kwq }.is_null() {
+        self.clear_mr_refs(r, s, false);
+        self.complete_active_receive(r, err);
+        if self.own_rq().is_some() {
             super::recv::flush(self);
             // SAFETY: `event_handler` is set by ib_core at creation and fixed.
         } else if unsafe { (*self.ibqp()).event_handler }.is_some() {
@@ -45,46 +42,31 @@ impl Qp {
     /// Stops the timers and send waits, tells the driver, and has it drain the send queue
     /// (each WQE left completes with IB_WC_WR_FLUSH_ERR).
     fn stop_sending(&self, s: &mut SendGuard<'_>) {
-        let qp = s.raw();
         let f = self.device().driver();
         if s.flags() & (bindings::RVT_S_TIMER | bindings::RVT_S_WAIT_RNR) != 0 {
             s.clear_flags(bindings::RVT_S_TIMER | bindings::RVT_S_WAIT_RNR);
             // SAFETY: the retry timer was set up at creation; deleting it needs no lock.
-            unsafe { bindings::timer_delete(&raw mut (*qp).s_timer) };
+            unsafe { bindings::timer_delete(self.s_timer()) };
         }
         s.clear_flags(bindings::RVT_S_ANY_WAIT_SEND);
-        // SAFETY: the driver's callbacks, with `r_lock` and `s_lock` held, as C calls them;
-        // `s_last` is read once (C's READ_ONCE), `s_head` may only grow meanwhile.
-        unsafe {
-            if let Some(notify) = f.notify_error_qp {
-                notify(qp);
-            }
-            let last = kernel::sync::atomic::atomic_load(&raw mut (*qp).s_last, kernel::sync::atomic::Relaxed);
-            if last != (*qp).s_head {
-                if let Some(schedule) = f.schedule_send {
-                    schedule(qp);
-                }
+        if let Some(notify) = f.notify_error_qp {
+            // SAFETY: the driver's callbacks, with `r_lock` and `s_lock` held, as C calls them
+            // (with C's pointer to the QP).
+            unsafe { notify(self.as_raw()) };
+        }
+        // `s_head` may only grow meanwhile: what is queued is drained.
+        if s.s_last() != self.s_head_acquire() {
+            if let Some(schedule) = f.schedule_send {
+                // SAFETY: as above.
+                unsafe { schedule(self.as_raw()) };
             }
         }
     }
 
     /// Completes the receive in progress, if any, with `err`.
-    fn complete_active_receive(&self, err: bindings::ib_wc_status) {
-        let qp = self.as_raw();
-        // SAFETY: `r_aflags` bits are changed atomically; `r_wr_id` is protected by
-        // `r_lock`, which the caller of `error` holds. All-zero is a valid `ib_wc` (C
-        // integers, enums whose zero is IB_WC_SUCCESS/IB_WC_SEND, and null pointers).
-        unsafe {
-            let valid = bindings::RVT_R_WRID_VALID as usize;
-            if bindings::rdmavt_rs_test_and_clear_bit(valid, (&raw mut (*qp).r_aflags).cast()) == 0 {
-                return;
-            }
-            let mut wc: bindings::ib_wc = core::mem::zeroed();
-            wc.qp = self.ibqp();
-            wc.opcode = bindings::ib_wc_opcode::IB_WC_RECV;
-            wc.__bindgen_anon_1.wr_id = (*qp).r_wr_id;
-            wc.status = err;
-            bindings::rvt_cq_enter((*self.ibqp()).recv_cq.cast(), &mut wc, true);
+    fn complete_active_receive(&self, r: &RecvGuard<'_>, err: bindings::ib_wc_status) {
+        if self.test_and_clear_r_aflag(bindings::RVT_R_WRID_VALID) {
+            super::recv::complete(self, r.r_wr_id(), err);
         }
     }
 }
@@ -101,8 +83,8 @@ pub(crate) unsafe extern "C" fn rvt_error_qp(qp: *mut bindings::rvt_qp, err: bin
     // SAFETY: a live QP of ours (caller's guarantee).
     let qp = unsafe { Qp::from_raw(qp) };
     // SAFETY: the caller holds both locks during the call (lockdep checks it).
-    let (r, mut s) = unsafe { (qp.assume_r_locked(), qp.assume_s_locked()) };
-    let outcome = qp.error(&r, &mut s, err);
+    let (mut r, mut s) = unsafe { (qp.assume_r_locked(), qp.assume_s_locked()) };
+    let outcome = qp.error(&mut r, &mut s, err);
     c_int::from(outcome == ErrorOutcome::LastWqe)
 }
 c_export!(rvt_error_qp);

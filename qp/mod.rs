@@ -35,7 +35,9 @@
 mod complete;
 mod create;
 mod destroy;
+mod engine;
 mod error;
+mod fields;
 mod modify;
 mod post_tests;
 mod qpn;
@@ -48,10 +50,12 @@ mod timers;
 pub(crate) use complete::dereg_clean_qps;
 pub(crate) use create::create_qp;
 pub(crate) use destroy::{destroy_qp, query_qp};
+pub(crate) use engine::SendEngine;
 pub(crate) use error::{raise_event, ErrorOutcome};
+pub(crate) use fields::Locked;
 pub(crate) use modify::modify_qp;
 pub(crate) use qpn::{driver_init, exit};
-pub(crate) use recv::post_recv;
+pub(crate) use recv::{post_recv, GetWqe};
 pub(crate) use send::post_send;
 
 use core::{marker::PhantomData, mem::ManuallyDrop};
@@ -229,18 +233,6 @@ pub(crate) struct PostGuard<'a>(QpGuard<'a>);
 /// `s_lock` held: see [`Qp::s_lock`].
 pub(crate) struct SendGuard<'a>(QpGuard<'a>);
 
-macro_rules! guard_common {
-    ($($guard:ident),*) => {$(
-        impl<'a> $guard<'a> {
-            /// The raw QP, for reading and writing the fields this lock protects.
-            pub(crate) fn raw(&self) -> *mut bindings::rvt_qp {
-                self.0.qp.as_raw()
-            }
-        }
-    )*};
-}
-guard_common!(RecvGuard, PostGuard, SendGuard);
-
 // The QP behind a guard, for the paths that hold one lock and call on into the QP (the
 // loopback's requester and responder, the timers); nothing needs it from `PostGuard` yet.
 macro_rules! guard_qp {
@@ -260,25 +252,25 @@ impl SendGuard<'_> {
     /// either lock is enough to read it.
     pub(crate) fn state(&self) -> u32 {
         // SAFETY: `s_lock` is held, see above.
-        u32::from(unsafe { (*self.raw()).state })
+        u32::from(unsafe { (*self.qp_ptr()).state })
     }
 
     /// `s_flags`.
     pub(crate) fn flags(&self) -> u32 {
         // SAFETY: `s_flags` is protected by `s_lock`, held.
-        unsafe { (*self.raw()).s_flags }
+        unsafe { (*self.qp_ptr()).s_flags }
     }
 
     /// Sets bits in `s_flags`.
     pub(crate) fn set_flags(&mut self, bits: u32) {
         // SAFETY: `s_flags` is protected by `s_lock`, held.
-        unsafe { (*self.raw()).s_flags |= bits };
+        unsafe { (*self.qp_ptr()).s_flags |= bits };
     }
 
     /// Clears bits in `s_flags`.
     pub(crate) fn clear_flags(&mut self, bits: u32) {
         // SAFETY: `s_flags` is protected by `s_lock`, held.
-        unsafe { (*self.raw()).s_flags &= !bits };
+        unsafe { (*self.qp_ptr()).s_flags &= !bits };
     }
 
     /// The send WQE in slot `n` of the send queue: `rvt_get_swqe_ptr()`.
@@ -288,7 +280,7 @@ impl SendGuard<'_> {
     /// `n < s_size`.
     pub(crate) unsafe fn swqe(&self, n: u32) -> *mut bindings::rvt_swqe {
         // SAFETY: the caller guarantees `n` is a slot of the send queue.
-        unsafe { swqe_ptr(self.raw(), n) }
+        unsafe { self.qp().swqe(n) }
     }
 }
 
@@ -296,23 +288,7 @@ impl RecvGuard<'_> {
     /// The QP's state (`IB_QPS_*`), see [`SendGuard::state`].
     pub(crate) fn state(&self) -> u32 {
         // SAFETY: `r_lock` is held, see `SendGuard::state`.
-        u32::from(unsafe { (*self.raw()).state })
-    }
-}
-
-/// The send WQE in slot `n`: `rvt_get_swqe_ptr()`. Slots are `sizeof(rvt_swqe)` plus room for
-/// `s_max_sge` SGEs.
-///
-/// # Safety
-///
-/// `qp` is a live QP with a send queue and `n < s_size`.
-pub(crate) unsafe fn swqe_ptr(qp: *mut bindings::rvt_qp, n: u32) -> *mut bindings::rvt_swqe {
-    // SAFETY: `s_wq` and `s_max_sge` are fixed at creation; the caller guarantees `n` is in
-    // range, so the slot lies inside the queue's allocation.
-    unsafe {
-        let stride = core::mem::size_of::<bindings::rvt_swqe>()
-            + usize::from((*qp).s_max_sge) * core::mem::size_of::<bindings::rvt_sge>();
-        (*qp).s_wq.cast::<u8>().add(stride * n as usize).cast()
+        u32::from(unsafe { (*self.qp_ptr()).state })
     }
 }
 

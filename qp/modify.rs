@@ -250,7 +250,7 @@ impl Qp {
             }
             bindings::ib_qp_state::IB_QPS_ERR => {
                 let status = bindings::ib_wc_status::IB_WC_WR_FLUSH_ERR;
-                outcome = self.error(&locks.r, &mut locks.s, status);
+                outcome = self.error(&mut locks.r, &mut locks.s, status);
             }
             // SAFETY: see above.
             _ => unsafe { (*qp).state = plan.new as u8 },

@@ -149,7 +149,7 @@ mod tests {
         /// The WQE in slot `n`.
         fn slot(&mut self, n: u32) -> &bindings::rvt_swqe {
             // SAFETY: `n` is a slot of the fixture's queue.
-            unsafe { &*super::super::swqe_ptr(self.raw(), n) }
+            unsafe { &*Qp::from_raw(self.raw()).swqe(n) }
         }
 
         /// Completes the WQE at `s_last` successfully, as a driver's send engine does.
@@ -159,7 +159,7 @@ mod tests {
             // SAFETY: `s_last` is a slot the test posted and nothing else uses; `s_lock` is
             // held.
             unsafe {
-                let wqe = s.swqe((*s.raw()).s_last);
+                let wqe = s.swqe(s.s_last());
                 qp.send_complete(&mut s, wqe, bindings::ib_wc_status::IB_WC_SUCCESS);
             }
         }

@@ -61,17 +61,11 @@ impl Qp {
         wr: *const bindings::ib_recv_wr,
     ) -> Result<(), (Error, *const bindings::ib_recv_wr)> {
         // C reads the state without a lock: a post racing with a state change sees either.
-        // SAFETY: a live QP; `state` is a byte, read once.
-        let state = unsafe { core::ptr::read_volatile(&raw const (*self.as_raw()).state) };
-        let ops = recv_ops(state);
-        // SAFETY: `r_rq.kwq` is fixed at creation: NULL for a QP with an SRQ.
-        if ops & bindings::RVT_POST_RECV_OK == 0 || unsafe { (*self.as_raw()).r_rq.kwq }.is_null() {
+        let ops = recv_ops(self.state_unlocked());
+        let Some(rq) = self.own_rq().filter(|_| ops & bindings::RVT_POST_RECV_OK != 0) else {
             return Err((EINVAL, wr));
-        }
-        // SAFETY: `ibqp.srq` is fixed at creation.
-        let flush = ops & bindings::RVT_FLUSH_RECV != 0 && unsafe { (*self.ibqp()).srq }.is_null();
-        // SAFETY: the QP's own queue, set up at creation and alive as long as the QP.
-        let rq = unsafe { Rq::of_qp(&raw mut (*self.as_raw()).r_rq) };
+        };
+        let flush = ops & bindings::RVT_FLUSH_RECV != 0;
         let mut flush_one =
             |wr_id| complete(self, wr_id, bindings::ib_wc_status::IB_WC_WR_FLUSH_ERR);
         let on_flush: Option<&mut dyn FnMut(u64)> = flush.then_some(&mut flush_one);
@@ -82,7 +76,7 @@ impl Qp {
 
 /// Enters a receive completion of `status` for `wr_id` on the QP's receive CQ (solicited, as
 /// C does for every receive error).
-fn complete(qp: &Qp, wr_id: u64, status: bindings::ib_wc_status) {
+pub(super) fn complete(qp: &Qp, wr_id: u64, status: bindings::ib_wc_status) {
     // SAFETY: all-zero is a valid `ib_wc` (C integers, null pointers, and enums whose zero is
     // IB_WC_SUCCESS/IB_WC_SEND); the QP is live, so its receive CQ is.
     unsafe {
@@ -91,7 +85,7 @@ fn complete(qp: &Qp, wr_id: u64, status: bindings::ib_wc_status) {
         wc.opcode = bindings::ib_wc_opcode::IB_WC_RECV;
         wc.__bindgen_anon_1.wr_id = wr_id;
         wc.status = status;
-        bindings::rvt_cq_enter((*qp.ibqp()).recv_cq.cast(), &mut wc, true);
+        bindings::rvt_cq_enter(qp.recv_cq(), &mut wc, true);
     }
 }
 
@@ -101,12 +95,9 @@ fn complete(qp: &Qp, wr_id: u64, status: bindings::ib_wc_status) {
 /// Indices of a user ring outside the ring count as 0, as in C: the flush stays inside the
 /// ring whatever user space wrote, and the QP is going to the error state anyway.
 pub(super) fn flush(qp: &Qp) {
-    // SAFETY: `r_rq.kwq` is fixed at creation, NULL with an SRQ.
-    if unsafe { (*qp.as_raw()).r_rq.kwq }.is_null() {
+    let Some(rq) = qp.own_rq() else {
         return;
-    }
-    // SAFETY: the QP's own queue, set up at creation and alive as long as the QP.
-    let rq = unsafe { Rq::of_qp(&raw mut (*qp.as_raw()).r_rq) };
+    };
     let mut c = rq.consumer();
     let head = c.head().unwrap_or(0);
     let mut tail = c.tail().unwrap_or(0);
@@ -138,13 +129,15 @@ impl Qp {
     /// `rvt_get_rwqe()`: takes the next receive WQE, from the QP's queue or its SRQ, and arms
     /// the receive state with it; raises IB_EVENT_SRQ_LIMIT_REACHED when an SRQ falls below
     /// its armed limit.
-    pub(crate) fn get_wqe(&self, r: &RecvGuard<'_>, wr_id_only: bool) -> GetWqe {
+    pub(crate) fn get_wqe(&self, r: &mut RecvGuard<'_>, wr_id_only: bool) -> GetWqe {
         let srq = self.srq();
         let rq = match srq {
             // SAFETY: the QP holds its SRQ alive (ib_core counts the SRQ's users).
             Some(srq) => unsafe { Rq::of_srq(srq) },
-            // SAFETY: the QP's own queue, alive as long as the QP.
-            None => unsafe { Rq::of_qp(&raw mut (*self.as_raw()).r_rq) },
+            None => match self.own_rq() {
+                Some(rq) => rq,
+                None => return GetWqe::Empty,
+            },
         };
         let mut c = rq.consumer();
         if recv_ops(r.state() as u8) & bindings::RVT_PROCESS_RECV_OK == 0 {
@@ -158,14 +151,8 @@ impl Qp {
         if !wr_id_only && self.init_sge(r, &wqe).is_err() {
             return GetWqe::Error;
         }
-        // SAFETY: `r_wr_id` is protected by `r_lock`, held; `r_aflags` bits are atomic.
-        unsafe {
-            (*r.raw()).r_wr_id = wqe.wr_id;
-            bindings::rdmavt_rs_set_bit(
-                bindings::RVT_R_WRID_VALID as usize,
-                (&raw mut (*r.raw()).r_aflags).cast(),
-            );
-        }
+        *r.r_wr_id_mut() = wqe.wr_id;
+        self.set_r_aflag(bindings::RVT_R_WRID_VALID);
         let Some(srq) = srq else {
             return GetWqe::Taken;
         };
@@ -186,6 +173,16 @@ impl Qp {
         GetWqe::Taken
     }
 
+    /// The QP's own receive queue; `None` for a QP with an SRQ, whose `r_rq` is never set up.
+    pub(crate) fn own_rq(&self) -> Option<Rq<'_>> {
+        // SAFETY: `r_rq` is set up at creation (`kwq` stays NULL with an SRQ) and lives as long
+        // as the QP.
+        unsafe {
+            let rq = &raw mut (*self.as_raw()).r_rq;
+            (!(*rq).kwq.is_null()).then(|| Rq::of_qp(rq))
+        }
+    }
+
     /// The QP's SRQ, if it has one.
     fn srq(&self) -> Option<*mut bindings::rvt_srq> {
         // SAFETY: `ibqp.srq` is fixed at creation; `ibsrq` is the first member of `rvt_srq`.
@@ -197,69 +194,76 @@ impl Qp {
     /// `r_len`. A bad key, an SGE count a user ring corrupted, or SGE lengths whose sum does
     /// not fit `r_len`'s 32 bits complete the WQE with IB_WC_LOC_PROT_ERR, having dropped the
     /// MR references taken so far.
-    fn init_sge(&self, r: &RecvGuard<'_>, wqe: &Rwqe) -> Result<(), Corrupt> {
-        let qp = r.raw();
+    fn init_sge(&self, r: &mut RecvGuard<'_>, wqe: &Rwqe) -> Result<(), Corrupt> {
         let res = wqe.num_sge().and_then(|n| self.take_recv_sges(r, wqe, n));
         if res.is_err() {
-            // SAFETY: `r_sge` is protected by `r_lock`, held.
-            unsafe { (*qp).r_sge.num_sge = 0 };
+            r.r_sge_mut().num_sge = 0;
             complete(self, wqe.wr_id, bindings::ib_wc_status::IB_WC_LOC_PROT_ERR);
         }
         res
     }
 
-    /// The lkey checks of [`Qp::init_sge`] for `n` SGEs (already checked against `max_sge`).
-    fn take_recv_sges(&self, r: &RecvGuard<'_>, wqe: &Rwqe, n: u8) -> Result<(), Corrupt> {
-        let qp = r.raw();
-        let dev = self.device();
-        // SAFETY: `r_sge`, `r_sg_list` and `r_len` are protected by `r_lock`, held;
-        // `r_sg_list` has room for `max_sge - 1` SGEs, and `j < n <= max_sge`; the QP's PD (or
-        // its SRQ's) is live while the QP is.
-        unsafe {
+    /// The lkey checks of [`Qp::init_sge`] for `n` SGEs (already checked against `max_sge`),
+    /// with the consumer side of the WQE's ring held by the caller.
+    fn take_recv_sges(&self, r: &mut RecvGuard<'_>, wqe: &Rwqe, n: u8) -> Result<(), Corrupt> {
+        // SAFETY: only field addresses of the live device and QP; the PD (the QP's, or its
+        // SRQ's) is fixed at creation and live while the QP is.
+        let (lkey_table, pd) = unsafe {
             let pd = match self.srq() {
                 Some(srq) => (*srq).ibsrq.pd,
                 None => (*self.ibqp()).pd,
             };
-            let ss = &raw mut (*qp).r_sge;
-            (*ss).sg_list = (*qp).r_sg_list;
-            (*qp).r_len = 0;
-            let mut j = 0usize;
-            for i in 0..n {
-                let mut sge = wqe.sge(i);
-                if sge.length == 0 {
-                    continue;
-                }
-                let isge = if j == 0 {
-                    &raw mut (*ss).sge
-                } else {
-                    (*ss).sg_list.add(j - 1)
-                };
-                let ok = bindings::rvt_lkey_ok(
-                    &raw mut (*dev.as_raw()).lkey_table,
-                    pd.cast(),
+            (&raw mut (*self.device().as_raw()).lkey_table, pd.cast())
+        };
+        let sg_list = self.r_sg_list();
+        let ss = r.r_sge_mut();
+        ss.sg_list = sg_list;
+        let mut total = 0u32;
+        let mut j = 0usize;
+        for i in 0..n {
+            // SAFETY: `i < n <= max_sge` (checked by `num_sge()`); the caller holds the ring.
+            let mut sge = unsafe { wqe.sge(i) };
+            if sge.length == 0 {
+                continue;
+            }
+            let isge = if j == 0 {
+                &raw mut ss.sge
+            } else {
+                // SAFETY: `r_sg_list` has room for `max_sge - 1` SGEs and `1 <= j < n`.
+                unsafe { ss.sg_list.add(j - 1) }
+            };
+            // SAFETY: the device's lkey table and the PD are live; `isge` is a slot of `r_sge`.
+            let ok = unsafe {
+                bindings::rvt_lkey_ok(
+                    lkey_table,
+                    pd,
                     isge,
                     core::ptr::null_mut(),
                     &mut sge,
                     bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE as c_int,
-                );
-                if ok <= 0 {
-                    put_sges(ss, j);
-                    return Err(Corrupt);
-                }
-                j += 1;
-                // A user ring can name one large MR in every SGE, so the sum can pass 4 GiB
-                // (the IB maximum message is 2 GiB). C lets it wrap; unchecked here it would
-                // be a kernel BUG under the overflow checks. Refused as a corrupt WQE, with
-                // the reference this SGE just took given back too.
-                let Some(len) = (*qp).r_len.checked_add(sge.length) else {
-                    put_sges(ss, j);
-                    return Err(Corrupt);
-                };
-                (*qp).r_len = len;
+                )
+            };
+            if ok <= 0 {
+                // SAFETY: the first `j` SGEs of `r_sge` hold references.
+                unsafe { put_sges(ss, j) };
+                return Err(Corrupt);
             }
-            (*ss).num_sge = j as u8;
-            (*ss).total_len = (*qp).r_len;
+            j += 1;
+            // A user ring can name one large MR in every SGE, so the sum can pass 4 GiB (the
+            // IB maximum message is 2 GiB). C lets it wrap; unchecked here it would be a kernel
+            // BUG under the overflow checks. Refused as a corrupt WQE, with the reference this
+            // SGE just took given back too.
+            let Some(sum) = total.checked_add(sge.length) else {
+                // SAFETY: as above, now the first `j`.
+                unsafe { put_sges(ss, j) };
+                return Err(Corrupt);
+            };
+            total = sum;
         }
+        // CAST: `j <= n`, a u8.
+        ss.num_sge = j as u8;
+        ss.total_len = total;
+        *r.r_len_mut() = total;
         Ok(())
     }
 
@@ -312,8 +316,8 @@ pub(crate) unsafe extern "C" fn rvt_get_rwqe(qp: *mut bindings::rvt_qp, wr_id_on
     // SAFETY: a live QP of ours (caller's guarantee).
     let qp = unsafe { Qp::from_raw(qp) };
     // SAFETY: the caller holds `r_lock` during the call.
-    let r = unsafe { qp.assume_r_locked() };
-    match qp.get_wqe(&r, wr_id_only) {
+    let mut r = unsafe { qp.assume_r_locked() };
+    match qp.get_wqe(&mut r, wr_id_only) {
         GetWqe::Taken => 1,
         GetWqe::Empty => 0,
         GetWqe::Error => -1,

@@ -3,8 +3,6 @@
 //! The reset state: what a new or reset QP looks like (`rvt_init_qp`), how a live QP gets
 //! there (`rvt_reset_qp`), and dropping the memory-region references a QP holds.
 
-use kernel::sync::atomic::{atomic_store, Release};
-
 use super::{PostGuard, Qp, RecvGuard, SendGuard};
 use crate::bindings;
 
@@ -97,8 +95,7 @@ impl Qp {
         let qp = self.as_raw();
         let reset = bindings::ib_qp_state::IB_QPS_RESET.0;
         if locks.s.state() != reset {
-            // SAFETY: `state` is written with `r_lock` and `s_lock` held, as here.
-            unsafe { (*qp).state = reset as u8 };
+            locks.s.set_state(&locks.r, reset as u8);
             if let Some(flush) = f.flush_qp_waiters {
                 // SAFETY: the driver's callback, with the locks C holds here (all three).
                 unsafe { flush(qp) };
@@ -108,7 +105,7 @@ impl Qp {
             drop(locks);
             self.stop_and_unpublish();
             locks = self.lock_all();
-            self.clear_mr_refs(&mut locks.s, true);
+            self.clear_mr_refs(&mut locks.r, &mut locks.s, true);
             if let Some(notify) = f.notify_qp_reset {
                 // SAFETY: the driver's callback, with all three locks held, as in C.
                 unsafe { notify(qp) };
@@ -141,50 +138,52 @@ impl Qp {
 
     /// `rvt_clear_mr_refs`: drops the MR references of the receive state, the RDMA read
     /// state and the ack queue, and with `sends` those of every unfinished send WQE.
-    pub(crate) fn clear_mr_refs(&self, s: &mut SendGuard<'_>, sends: bool) {
-        let qp = s.raw();
-        // SAFETY: with `s_lock` held (and `r_lock`, which every caller holds too), nothing
-        // else changes the SGE states, the send queue's tail or the ack queue.
-        unsafe {
-            let rewind = bindings::RVT_R_REWIND_SGE as usize;
-            if bindings::rdmavt_rs_test_and_clear_bit(rewind, (&raw mut (*qp).r_aflags).cast()) != 0 {
-                bindings::rdmavt_rs_rvt_put_ss(&raw mut (*qp).s_rdma_read_sge);
-            }
-            bindings::rdmavt_rs_rvt_put_ss(&raw mut (*qp).r_sge);
-            if sends {
-                self.put_unfinished_sends(s);
-            }
-            let acks = (*qp).s_ack_queue;
-            if !acks.is_null() {
-                let entries = usize::from(self.device().dparms().max_rdma_atomic) + 1;
-                for n in 0..entries {
-                    let e = acks.add(n);
-                    if !(*e).rdma_sge.mr.is_null() {
-                        bindings::rdmavt_rs_rvt_put_mr((*e).rdma_sge.mr);
-                        (*e).rdma_sge.mr = core::ptr::null_mut();
-                    }
+    pub(crate) fn clear_mr_refs(&self, r: &mut RecvGuard<'_>, s: &mut SendGuard<'_>, sends: bool) {
+        if self.test_and_clear_r_aflag(bindings::RVT_R_REWIND_SGE) {
+            // SAFETY: the RDMA read state holds references while the bit is set.
+            unsafe { bindings::rdmavt_rs_rvt_put_ss(s.s_rdma_read_sge_mut()) };
+        }
+        // SAFETY: what is left of the receive state holds references.
+        unsafe { bindings::rdmavt_rs_rvt_put_ss(r.r_sge_mut()) };
+        if sends {
+            self.put_unfinished_sends(s);
+        }
+        let acks = self.s_ack_queue();
+        if acks.is_null() {
+            return;
+        }
+        let entries = usize::from(self.device().dparms().max_rdma_atomic) + 1;
+        for n in 0..entries {
+            // SAFETY: the ack queue has `max_rdma_atomic + 1` entries (allocated at creation);
+            // with `r_lock` and `s_lock` held nothing else changes them.
+            unsafe {
+                let e = acks.add(n);
+                if !(*e).rdma_sge.mr.is_null() {
+                    bindings::rdmavt_rs_rvt_put_mr((*e).rdma_sge.mr);
+                    (*e).rdma_sge.mr = core::ptr::null_mut();
                 }
             }
         }
     }
 
-    /// Releases every send WQE between `s_last` and `s_head` and the RDMA read MR.
+    /// Releases every send WQE between `s_last` and `s_head` and the RDMA read MR. Every
+    /// caller holds `s_hlock` too, so `s_head` does not move meanwhile.
     fn put_unfinished_sends(&self, s: &mut SendGuard<'_>) {
-        let qp = s.raw();
-        // SAFETY: `s_lock` is held; `s_head` only grows under `s_hlock`, which every caller
-        // of `clear_mr_refs(.., true)` holds too, so the WQEs between are stable.
-        unsafe {
-            while (*qp).s_last != (*qp).s_head {
-                bindings::rdmavt_rs_rvt_put_qp_swqe(qp, s.swqe((*qp).s_last));
-                let next = if (*qp).s_last + 1 >= (*qp).s_size { 0 } else { (*qp).s_last + 1 };
-                // ORDERING: the WQE is released before its slot is seen free (C's smp_wmb,
-                // paired with the driver's read of `s_last` when it recomputes `s_avail`).
-                atomic_store(&raw mut (*qp).s_last, next, Release);
-            }
-            if !(*qp).s_rdma_mr.is_null() {
-                bindings::rdmavt_rs_rvt_put_mr((*qp).s_rdma_mr);
-                (*qp).s_rdma_mr = core::ptr::null_mut();
-            }
+        let size = self.s_size();
+        while s.s_last() != self.s_head_acquire() {
+            let last = s.s_last();
+            // SAFETY: `s_last` is a slot of the queue, posted and not completed; the glue
+            // drops its references (taking C's pointer to the QP).
+            unsafe { bindings::rdmavt_rs_rvt_put_qp_swqe(self.as_raw(), s.swqe(last)) };
+            // The WQE is released before its slot is seen free (C's smp_wmb, paired with the
+            // driver's read of `s_last` when it recomputes `s_avail`).
+            s.publish_s_last(if last + 1 >= size { 0 } else { last + 1 });
+        }
+        let mr = s.s_rdma_mr();
+        if !mr.is_null() {
+            // SAFETY: the RDMA read MR's reference, taken when it was set.
+            unsafe { bindings::rdmavt_rs_rvt_put_mr(mr) };
+            *s.s_rdma_mr_mut() = core::ptr::null_mut();
         }
     }
 }

@@ -15,14 +15,14 @@ use kernel::{
     ffi::c_int,
     prelude::*,
     sync::{
-        atomic::{atomic_load, atomic_store, Acquire, Atomic, Full, Relaxed, Release},
+        atomic::{atomic_load, Full, Relaxed},
         barrier::smp_mb,
     },
 };
 
 use super::{
-    complete::{next_slot, state_snapshot, SEND_COMPLETION_ONLY, SEND_RESERVE_USED},
-    state_ops, swqe_ptr, PostGuard, Qp,
+    complete::{next_slot, SEND_COMPLETION_ONLY, SEND_RESERVE_USED},
+    state_ops, Locked, PostGuard, Qp,
 };
 use crate::{bindings, device::Device};
 
@@ -102,14 +102,6 @@ pub(super) fn add_length(total: u32, length: u32) -> Result<u32> {
     total.checked_add(length).ok_or(EINVAL)
 }
 
-impl PostGuard<'_> {
-    /// `s_head`: the next slot to fill.
-    pub(super) fn head(&self) -> u32 {
-        // SAFETY: `s_head` is written only under `s_hlock`, held.
-        unsafe { (*self.raw()).s_head }
-    }
-}
-
 impl Qp {
     /// # Safety
     ///
@@ -118,15 +110,13 @@ impl Qp {
         let mut h = self.s_hlock();
         // Read without the locks that write it, as C: a request racing with a state change
         // may be posted in the old state, which the send engine then flushes.
-        if state_ops(state_snapshot(h.raw())) & bindings::RVT_POST_SEND_OK == 0 {
+        if state_ops(u32::from(self.state_unlocked())) & bindings::RVT_POST_SEND_OK == 0 {
             return Err(EINVAL);
         }
         // With an empty queue and a single request, the driver may send it from here.
-        // SAFETY: `s_last` is a u32 of the live QP, read atomically (C's READ_ONCE).
-        let s_last = unsafe { atomic_load(&raw mut (*h.raw()).s_last, Relaxed) };
         // SAFETY: `wr` is valid (caller's guarantee).
         let single = unsafe { (*wr).next }.is_null();
-        let mut call_send = h.head() == s_last && single;
+        let mut call_send = h.s_head() == self.s_last_acquire() && single;
         let mut posted = 0u32;
         let mut res = Ok(());
         let mut cur = wr;
@@ -189,11 +179,10 @@ impl Qp {
             local => local,
         };
         self.is_avail(h, dev, op.has(bindings::RVT_OPERATION_USE_RESERVE))?;
-        let qp = h.raw();
-        let head = h.head();
+        let head = h.s_head();
         // SAFETY: `s_head` is a slot of the queue (below `s_size`), not visible to the send
         // engine until `s_head` moves past it, so it is ours under `s_hlock`.
-        let wqe = unsafe { swqe_ptr(qp, head) };
+        let wqe = unsafe { self.swqe(head) };
         // SAFETY: the request holds `copy_len` bytes (caller's guarantee, and `copy_len` is
         // the size of the struct its opcode calls for); the slot's head holds
         // `SLOT_WR_BYTES >= copy_len` (checked in `valid_operation`).
@@ -213,20 +202,17 @@ impl Qp {
             unsafe { self.release_slot(wqe, &local) };
             return Err(e);
         }
-        // SAFETY: the slot is complete and ours; `s_avail` and `s_reserved_used` are
-        // `s_hlock`'s and atomic.
-        unsafe {
-            if op.has(bindings::RVT_OPERATION_USE_RESERVE) {
-                (*wqe).__bindgen_anon_1.wr.send_flags |= SEND_RESERVE_USED;
-                Atomic::from_ptr(&raw mut (*qp).s_reserved_used.counter).add(1, Relaxed);
-            } else {
-                (*wqe).__bindgen_anon_1.wr.send_flags &= !SEND_RESERVE_USED;
-                (*qp).s_avail -= 1;
-            }
-            // ORDERING: Release (C's smp_wmb) publishes the slot's contents before the send
-            // engine, which reads `s_head`, can see the slot.
-            atomic_store(&raw mut (*qp).s_head, next_slot(head, (*qp).s_size), Release);
+        // SAFETY: the slot is complete and ours.
+        let flags = unsafe { &mut (*wqe).__bindgen_anon_1.wr.send_flags };
+        if op.has(bindings::RVT_OPERATION_USE_RESERVE) {
+            *flags |= SEND_RESERVE_USED;
+            self.reserved_op_taken();
+        } else {
+            *flags &= !SEND_RESERVE_USED;
+            *h.s_avail_mut() -= 1;
         }
+        // The slot's contents are published with it (C's smp_wmb).
+        h.publish_s_head(next_slot(head, self.s_size()));
         Ok(())
     }
 
@@ -236,9 +222,7 @@ impl Qp {
     ///
     /// As [`Qp::post_one`].
     unsafe fn valid_operation(&self, h: &PostGuard<'_>, dev: &Device, wr: &bindings::ib_send_wr) -> Result<Operation> {
-        // SAFETY: `s_max_sge` is fixed at creation; `s_max_rd_atomic` is written with all
-        // three QP locks held, so `s_hlock` is enough to read it.
-        let (max_sge, max_rd_atomic) = unsafe { ((*h.raw()).s_max_sge, (*h.raw()).s_max_rd_atomic) };
+        let (max_sge, max_rd_atomic) = (self.s_max_sge(), h.s_max_rd_atomic());
         // IB says no SGEs is fine. C compares the int with the u8 and so lets a negative
         // count through; here it is refused.
         let num_sge = usize::try_from(wr.num_sge).map_err(|_| EINVAL)?;
@@ -342,37 +326,36 @@ impl Qp {
     /// `rvt_qp_is_avail`: whether a slot is free for the request (ENOMEM if not), refreshing
     /// `s_avail` from `s_last` when the cached count ran out.
     fn is_avail(&self, h: &mut PostGuard<'_>, dev: &Device, reserved_op: bool) -> Result {
-        let qp = h.raw();
         let reserved = u32::from(dev.dparms().reserved_operations);
         // C's smp_mb__before_atomic: pairs with the barrier in `Qp::complete_swqe`, so that
         // a slot freed by a reserved request is seen with its count dropped.
         smp_mb(Full);
         if reserved_op {
-            return if reserved_used(qp) >= reserved { Err(ENOMEM) } else { Ok(()) };
+            return if self.reserved_used() >= reserved { Err(ENOMEM) } else { Ok(()) };
         }
-        // SAFETY: `s_avail` is `s_hlock`'s, held; `s_size` is fixed.
-        let (avail, size) = unsafe { ((*qp).s_avail, (*qp).s_size) };
-        if avail != 0 {
+        let size = self.s_size();
+        if h.s_avail() != 0 {
             return Ok(());
         }
-        // SAFETY: a u32 of the live QP, read atomically.
-        // ORDERING: Acquire pairs with the Release in `Qp::complete_swqe`: the slots before
-        // `s_last` are released before they are reused.
-        let last = unsafe { atomic_load(&raw mut (*qp).s_last, Acquire) };
-        let avail = free_slots(h.head(), last, size, reserved, reserved_used(qp)).ok_or(ENOMEM)?;
-        // SAFETY: as above.
-        unsafe { (*qp).s_avail = avail };
+        // The slots before `s_last` were given back by the send engine (see
+        // `Qp::s_last_acquire`).
+        let last = self.s_last_acquire();
+        let avail = free_slots(h.s_head(), last, size, reserved, self.reserved_used()).ok_or(ENOMEM)?;
+        *h.s_avail_mut() = avail;
         let max = size.wrapping_sub(1).wrapping_sub(reserved);
         if kernel::warn_on!(avail > max) {
             // SAFETY: plain reads of the live QP for the report; racy ones are harmless.
-            let (tail, cur, acked) = unsafe { ((*qp).s_tail, (*qp).s_cur, (*qp).s_acked) };
+            let (tail, cur, acked) = unsafe {
+                let qp = self.as_raw();
+                ((*qp).s_tail, (*qp).s_cur, (*qp).s_acked)
+            };
             pr_err!(
                 "{}: More avail entries than QP RB size.\nQP: {}, size: {}, avail: {}\nhead: {}, tail: {}, cur: {}, acked: {}, last: {}\n",
                 dev.name(),
                 self.qpn(),
                 size,
                 avail,
-                h.head(),
+                h.s_head(),
                 tail,
                 cur,
                 acked,
@@ -461,54 +444,50 @@ impl Qp {
         local: &Local,
         call_send: &mut bool,
     ) -> Result {
-        let qp = h.raw();
-        // SAFETY: `log_pmtu` and `allowed_ops` change only with all QP locks held, so
-        // `s_hlock` is enough; the slot is ours.
-        let mut log_pmtu = unsafe { (*qp).log_pmtu };
-        // SAFETY: as above. A UD QP's slots each have an `attr` allocated at creation; the
-        // request's AH was checked to be live and of the QP's PD, the head of an `rvt_ah`.
+        let mut log_pmtu = h.log_pmtu();
+        // SAFETY: the slot is ours. A UD QP's slots each have an `attr` allocated at creation;
+        // the request's AH was checked to be live and of the QP's PD, the head of an `rvt_ah`.
         unsafe {
-            if (*qp).allowed_ops == bindings::IB_OPCODE_UD as u8 {
+            if h.allowed_ops() == bindings::IB_OPCODE_UD as u8 {
                 let ud = &raw mut (*wqe).__bindgen_anon_1.ud_wr;
                 let ah = (*ud).wr.ah.cast::<bindings::rvt_ah>();
                 log_pmtu = (*ah).log_pmtu;
                 bindings::rdma_copy_ah_attr((*ud).attr, &(*ah).attr);
             }
         }
-        // SAFETY: the slot is ours; `s_ssn` and `s_next_psn` are `s_hlock`'s, held;
-        // `local_ops_pending` is an atomic_t.
-        unsafe {
-            let w = &mut *wqe;
-            match local {
-                Local::No => {
-                    w.ssn = (*qp).s_ssn;
-                    (*qp).s_ssn = (*qp).s_ssn.wrapping_add(1);
-                    w.psn = (*qp).s_next_psn;
-                    let packets = if w.length == 0 { 0 } else { (w.length - 1) >> log_pmtu };
-                    w.lpsn = w.psn.wrapping_add(packets);
+        // SAFETY: the slot is ours.
+        let w = unsafe { &mut *wqe };
+        match local {
+            Local::No => {
+                w.ssn = h.s_ssn();
+                *h.s_ssn_mut() = w.ssn.wrapping_add(1);
+                w.psn = h.s_next_psn();
+                let packets = if w.length == 0 { 0 } else { (w.length - 1) >> log_pmtu };
+                w.lpsn = w.psn.wrapping_add(packets);
+            }
+            _ => {
+                if matches!(local, Local::Delayed) {
+                    self.local_op_deferred();
+                } else {
+                    // SAFETY: `wr` is the member every request fills.
+                    unsafe { w.__bindgen_anon_1.wr.send_flags |= SEND_COMPLETION_ONLY };
                 }
-                _ => {
-                    if matches!(local, Local::Delayed) {
-                        Atomic::from_ptr(&raw mut (*qp).local_ops_pending.counter).add(1, Relaxed);
-                    } else {
-                        w.__bindgen_anon_1.wr.send_flags |= SEND_COMPLETION_ONLY;
-                    }
-                    w.ssn = 0;
-                    w.psn = 0;
-                    w.lpsn = 0;
-                }
+                w.ssn = 0;
+                w.psn = 0;
+                w.lpsn = 0;
             }
         }
         if let Some(setup) = dev.driver().setup_wqe {
-            // SAFETY: the driver's check of a complete slot, under `s_hlock`, as C calls it.
-            let ret = unsafe { setup(qp, wqe, call_send) };
+            // SAFETY: the driver's check of a complete slot, under `s_hlock`, as C calls it
+            // (with C's pointer to the QP).
+            let ret = unsafe { setup(self.as_raw(), wqe, call_send) };
             if ret < 0 {
                 return Err(Error::from_errno(ret));
             }
         }
         if matches!(local, Local::No) {
-            // SAFETY: `s_next_psn` is `s_hlock`'s, held; the slot is ours.
-            unsafe { (*qp).s_next_psn = (*wqe).lpsn.wrapping_add(1) };
+            // SAFETY: the slot is ours.
+            *h.s_next_psn_mut() = unsafe { (*wqe).lpsn }.wrapping_add(1);
         }
         Ok(())
     }
@@ -530,9 +509,9 @@ impl Qp {
             }
             let stored = (*wqe).__bindgen_anon_1.wr.num_sge.max(0) as usize;
             put_sges((*wqe).sg_list.as_mut_ptr(), stored);
-            if matches!(local, Local::Delayed) {
-                Atomic::from_ptr(&raw mut (*qp).local_ops_pending.counter).add(-1, Relaxed);
-            }
+        }
+        if matches!(local, Local::Delayed) {
+            self.local_op_done();
         }
     }
 
@@ -541,12 +520,6 @@ impl Qp {
         // SAFETY: `ibqp.pd` is set by ib_core at creation and fixed.
         unsafe { (*self.ibqp()).pd.cast() }
     }
-}
-
-/// `atomic_read(&qp->s_reserved_used)`: the reserved slots in use.
-fn reserved_used(qp: *mut bindings::rvt_qp) -> u32 {
-    // SAFETY: an atomic_t of a live QP (callers hold one of its locks).
-    unsafe { atomic_load(&raw mut (*qp).s_reserved_used.counter, Relaxed) as u32 }
 }
 
 /// Drops the region references of the first `n` SGEs at `sg_list`.

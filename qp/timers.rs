@@ -7,7 +7,7 @@
 
 use kernel::{container_of, ffi::c_ulong};
 
-use super::{Qp, SendGuard};
+use super::{Locked, Qp, SendGuard};
 use crate::{bindings, macros::c_export};
 
 /// `ib_rvt_rnr_table`: the RNR NAK timer field's encoding (IBTA 9.7.5.2.8), in microseconds.
@@ -43,16 +43,13 @@ impl SendGuard<'_> {
     /// Arms the retry timer: `busy_jiffies` plus the QP's local ACK timeout, shifted left by
     /// `shift` to wait for several packets.
     pub(crate) fn add_retry_timer(&mut self, shift: u8) {
-        let qp = self.raw();
         // SAFETY: `busy_jiffies` is set by the driver before registration and fixed.
         let busy = unsafe { (*self.qp().device().as_raw()).busy_jiffies } as c_ulong;
         self.set_flags(bindings::RVT_S_TIMER);
+        let delta = busy + (self.timeout_jiffies() << shift);
         // SAFETY: `s_lock` is held, which serialises arming with `stop_timers`; the timer
         // was set up at creation.
-        unsafe {
-            let delta = busy + ((*qp).timeout_jiffies << shift);
-            bindings::rdmavt_rs_add_timer_after(&raw mut (*qp).s_timer, delta);
-        }
+        unsafe { bindings::rdmavt_rs_add_timer_after(self.qp().s_timer(), delta) };
     }
 
     /// Arms the RNR timer with the timeout that the AETH `aeth` carries.
@@ -60,7 +57,7 @@ impl SendGuard<'_> {
         let usecs = RNR_TABLE_US[((aeth >> AETH_CREDIT_SHIFT) & AETH_CREDIT_MASK) as usize];
         self.set_flags(bindings::RVT_S_WAIT_RNR);
         // SAFETY: `s_lock` is held; the hrtimer was set up at creation.
-        unsafe { bindings::rdmavt_rs_hrtimer_start_us(&raw mut (*self.raw()).s_rnr_timer, usecs) };
+        unsafe { bindings::rdmavt_rs_hrtimer_start_us(self.qp().s_rnr_timer(), usecs) };
     }
 
     /// Disarms both timers if either is armed, without waiting for a running callback (which
@@ -71,11 +68,11 @@ impl SendGuard<'_> {
             return;
         }
         self.clear_flags(armed);
-        let qp = self.raw();
+        let qp = self.qp();
         // SAFETY: both timers were set up at creation; neither call sleeps.
         unsafe {
-            bindings::timer_delete(&raw mut (*qp).s_timer);
-            bindings::hrtimer_try_to_cancel(&raw mut (*qp).s_rnr_timer);
+            bindings::timer_delete(qp.s_timer());
+            bindings::hrtimer_try_to_cancel(qp.s_rnr_timer());
         }
     }
 }
@@ -163,22 +160,22 @@ unsafe extern "C" fn rc_timeout(t: *mut bindings::timer_list) {
         return;
     }
     s.clear_flags(bindings::RVT_S_TIMER);
-    let raw = s.raw();
     let dev = qp.device();
-    // SAFETY: `s_lock` is held; `port_num` is fixed and valid for a connected QP; the driver
-    // provides `schedule_send` (checked at registration) and `notify_restart_rc` (checked by
-    // `qp::driver_init`).
+    if let Ok(port) = dev.port(u32::from(s.port_num())) {
+        // SAFETY: a live port; C bumps its counters without a lock too.
+        unsafe { (*port.as_raw()).n_rc_timeouts += 1 };
+    }
+    let psn = s.s_last_psn().wrapping_add(1);
+    // SAFETY: `s_lock` is held; the timer was set up at creation; the driver provides
+    // `schedule_send` (checked at registration) and `notify_restart_rc` (checked by
+    // `qp::driver_init`), which take C's pointer to the QP.
     unsafe {
-        if let Ok(port) = dev.port(u32::from((*raw).port_num)) {
-            (*port.as_raw()).n_rc_timeouts += 1;
-        }
-        bindings::timer_delete(&raw mut (*raw).s_timer);
-        let psn = (*raw).s_last_psn.wrapping_add(1);
+        bindings::timer_delete(qp.s_timer());
         if let Some(restart) = dev.driver().notify_restart_rc {
-            restart(raw, psn, 1);
+            restart(qp.as_raw(), psn, 1);
         }
         if let Some(schedule) = dev.driver().schedule_send {
-            schedule(raw);
+            schedule(qp.as_raw());
         }
     }
 }
@@ -197,7 +194,7 @@ pub(crate) unsafe extern "C" fn rvt_rc_rnr_retry(t: *mut bindings::hrtimer) -> b
     s.clear_flags(bindings::RVT_S_WAIT_RNR);
     if let Some(schedule) = qp.device().driver().schedule_send {
         // SAFETY: the driver's callback, called with `s_lock` held as it expects.
-        unsafe { schedule(s.raw()) };
+        unsafe { schedule(qp.as_raw()) };
     }
     bindings::hrtimer_restart::HRTIMER_NORESTART
 }
