@@ -7,11 +7,11 @@
 use kernel::prelude::*;
 #[kunit_tests(rdmavt_rs_loopback)]
 mod suite {
-    use crate::{bindings, mr::SEGSZ};
     use crate::loopback::{
         aeth::{cmp_msn, credit_code, Credit, CREDIT_TABLE},
         sge::{copy_run, copy_sge, rvt_restart_sge, CopyMode, Store},
     };
+    use crate::{bindings, mr::SEGSZ};
     use core::mem::size_of;
     use kernel::{alloc::flags::GFP_KERNEL, page::PAGE_SIZE, prelude::*};
 
@@ -258,7 +258,11 @@ mod suite {
         // A zero-length SEND has no SGEs: the state starts empty instead of copying
         // `sg_list[0]`, which C reads regardless (past the queue for the last slot).
         let mut words: KVec<u64> = KVec::new();
-        words.resize(size_of::<bindings::rvt_swqe>().div_ceil(8) + 8, 0, GFP_KERNEL)?;
+        words.resize(
+            size_of::<bindings::rvt_swqe>().div_ceil(8) + 8,
+            0,
+            GFP_KERNEL,
+        )?;
         let wqe: *mut bindings::rvt_swqe = words.as_mut_ptr().cast();
         // SAFETY: `words` holds a zeroed WQE and room for one SGE, filled with a marker
         // that must not be copied.
@@ -289,8 +293,15 @@ mod suite {
             CopyMode::for_copy(bindings::RVT_SGE_COPY_CACHELESS, page),
             CopyMode::Cacheless
         );
+    }
+
+    /// A known gap (README, "Known gaps"), not C's behaviour: C's RVT_SGE_COPY_ADAPTIVE goes
+    /// cacheless once the working set of recent copies outgrows a share of the last-level
+    /// cache; ours does not track it and copies cached. Update this when the gap is closed.
+    #[test]
+    fn adaptive_copies_cached_a_known_gap() {
         assert_eq!(
-            CopyMode::for_copy(bindings::RVT_SGE_COPY_ADAPTIVE, page * 4),
+            CopyMode::for_copy(bindings::RVT_SGE_COPY_ADAPTIVE, PAGE_SIZE as u32 * 4),
             CopyMode::Cached
         );
     }

@@ -6,7 +6,9 @@
 #   1. host tests: the splat detector on recorded dmesg samples, the layout generator;
 #   2. the VM test mode, once with rdmavt-rs and once with the in-tree C rdmavt: the modules'
 #      KUnit suites, the kselftest programs under tests/kselftest/, and the splat detector over
-#      the guest's kernel log and a final kmemleak scan.
+#      the guest's kernel log and a final kmemleak scan;
+#   3. the pyverbs differential: the two runs' pyverbs results, test by test.
+# Before the last line, `tap.py count` sorts the skipped points by why.
 #
 # The modules must be built already (the Makefile's check target does that first).
 set -uo pipefail
@@ -23,9 +25,16 @@ show() { cat "$1"; }
 host_tests() {
 	local t name
 	for t in "$tests"/host/*.sh "$tests"/splat/test_*.sh; do
-		[ -x "$t" ] || continue
+		[ -f "$t" ] || continue
 		name=host/$(basename "${t%.*}")
-		"$t" >"$results/${name//\//_}.raw" 2>&1
+		if [ -x "$t" ]; then
+			"$t" >"$results/${name//\//_}.raw" 2>&1
+		else
+			# A test that cannot run fails, rather than vanish from the count.
+			printf 'TAP version 13\n1..1\nnot ok 1 %s has no run bit (chmod +x)\n' \
+				"${t#"$repo"/}" >"$results/${name//\//_}.raw"
+			false
+		fi
 		python3 "$tests/tap.py" prefix "$name" $? "$results/${name//\//_}.raw" \
 			>"$results/${name//\//_}.tap"
 		show "$results/${name//\//_}.tap"
@@ -54,6 +63,12 @@ vm_tests() {
 			[ -f "$f" ] || continue
 			name=$(basename "$f" .tap)
 			python3 "$tests/tap.py" prefix "vm-$v: $name" "$(cat "$out/$name.rc")" "$f"
+		done
+		# A test the guest never reached (it died or ran out of time first) fails too.
+		for f in "$tests"/kselftest/*; do
+			[ -f "$f" ] || continue
+			name=$(basename "${f%.*}")
+			[ -f "$out/$name.tap" ] || echo "not ok 1 vm-$v: $name: did not run"
 		done
 		# Reports that are no rdmavt's (tests/splat-known) are forgiven in both runs, the C
 		# rdmavt's own bugs (tests/splat-known-c) in its run only; rdmavt-rs's never.

@@ -5,21 +5,27 @@
   tap.py kunit LOG SUITE...        every case of each KUnit SUITE found in the kernel LOG, as
                                    TAP points; a suite that did not run is a failure
   tap.py prefix NAME RC FILE       the top-level points of a TAP FILE renamed "NAME: ...", plus
-                                   a failure when the program exited RC != 0 without saying why
+                                   a failure when the program exited RC != 0 without saying why,
+                                   printed no point, or printed no plan "1..N" or one that
+                                   disagrees with the points it printed
   tap.py unittest NAME LOG [GAPS VARIANT]
-                                   the results of a verbose Python unittest run as TAP points;
-                                   a test the GAPS file lists for VARIANT (rs or c) that does
-                                   not pass is a TODO, not a failure
+                                   the results of a verbose Python unittest run as TAP points,
+                                   and their plan; a test the GAPS file lists for VARIANT (rs or
+                                   c) that does not pass is a TODO, not a failure
   tap.py diff NAME LOG_A LOG_B [GAPS]
                                    one point per test: the same outcome in both unittest runs
-                                   (a difference in a GAPS test is a TODO)
-  tap.py count FILE...             prints "N passed, N failed, N skipped" over all top-level
-                                   points; exits 1 on any failure or when nothing ran
+                                   (a difference in a GAPS test is a TODO); a test skipped in
+                                   both is a skip, with its reason
+  tap.py count FILE...             prints the skipped points by category (SKIP_CATEGORIES),
+                                   then, as the last line, "N passed, N failed, N skipped" over
+                                   all top-level points; exits 1 on any failure or when nothing
+                                   ran
 
 Only top-level points count: a line "ok N desc" or "not ok N desc" with no indentation.
 "# SKIP" and "# TODO" directives count as skipped.
 """
 
+import ast
 import re
 import sys
 
@@ -29,6 +35,34 @@ DMESG_PREFIX = re.compile(r"^(<\d+>)?(\[\s*\d+\.\d+\]\s?)?")
 SUBTEST = re.compile(r"^\s*# Subtest: (\S+)$")
 KUNIT_CASE = re.compile(r"^ {4}(not ok|ok) \d+ (.*)$")
 KUNIT_SUITE_END = re.compile(r"^(not ok|ok) \d+ (\S+)")
+PLAN = re.compile(r"^1\.\.(\d+)\b")
+DIRECTIVE = re.compile(r"#\s*(SKIP|TODO)\b\s*(.*)$", re.I)
+
+# Why a point was skipped, from the text after its "# SKIP": the first row whose pattern
+# matches (case-insensitively) names the category, "for other reasons" when none does; a
+# "# TODO" point is a known gap, whatever its text. The patterns are the skip messages of
+# pyverbs (rdma-core's tests/*.py) and of our own kselftests; add a row when a new kind of
+# skip shows up under "other reasons".
+FEATURES, C_BUGS, RANDOM, TODO, OTHER = (
+    "for features neither rdmavt has", "for C rdmavt bugs", "for random pyverbs caps",
+    "TODO (known gaps)", "for other reasons")
+RANDOM_CAPS = "random caps (tests/pyverbs-known-gaps)"
+SKIP_CATEGORIES = (
+    # pyverbs tests whose QP caps are drawn at random (the "random" lines of the gaps file):
+    # unittest and diff below put RANDOM_CAPS in front of their skip reason.
+    (RANDOM, re.escape(RANDOM_CAPS)),
+    # Our kselftests skip a case on the C rdmavt where running it would trip a C bug, and say so.
+    (C_BUGS, r"\bC rdmavt\b|\bC bug\b"),
+    # What neither rdmavt implements (ib_device_ops both leave NULL), in pyverbs' words.
+    (FEATURES, r"device memory|\bDM(MR)?\b"),  # alloc_dm, reg_dm_mr
+    (FEATURES, r"\bMW\b|memory window"),  # alloc_mw
+    (FEATURES, r"dma-?buf|/dev/dri/"),  # reg_user_mr_dmabuf (and no GPU to export one)
+    (FEATURES, r"\bRAW\b.*\bQP\b|raw packet"),  # IBV_QPT_RAW_PACKET
+    (FEATURES, r"\bXRC"),  # alloc_xrcd, XRC QPs and SRQs
+    (FEATURES, r"\bRoCE|Ethernet link layer"),  # rdmavt's ports are InfiniBand
+    (FEATURES, r"\brereg\b"),  # rereg_user_mr
+    (FEATURES, r"\bODP\b|on.demand paging|advise MR"),  # ODP caps, advise_mr
+)
 
 
 def points(lines):
@@ -40,9 +74,20 @@ def points(lines):
 
 
 def kind(ok, desc):
-    if re.search(r"#\s*(SKIP|TODO)\b", desc, re.I):
+    if DIRECTIVE.search(desc):
         return "skipped"
     return "passed" if ok else "failed"
+
+
+def skip_category(desc):
+    """The category of a skipped point (SKIP_CATEGORIES)."""
+    m = DIRECTIVE.search(desc)
+    if m.group(1).upper() == "TODO":
+        return TODO
+    for category, pattern in SKIP_CATEGORIES:
+        if re.search(pattern, m.group(2), re.I):
+            return category
+    return OTHER
 
 
 def emit(n, ok, desc):
@@ -85,6 +130,20 @@ def cmd_kunit(log, suites):
             emit(n, ok, f"kunit {suite}.{case}")
 
 
+def plan_problem(lines, n):
+    """What is wrong with the top-level plan "1..N" of a TAP file with n points, or None."""
+    plans = [int(m.group(1)) for m in (PLAN.match(line) for line in lines) if m]
+    if n == 0:
+        return "printed no test points"
+    if not plans:
+        return f"printed no plan (1..N) for its {n} test points"
+    if len(plans) > 1:
+        return f"printed {len(plans)} plans"
+    if plans[0] != n:
+        return f"planned {plans[0]} test points, printed {n}"
+    return None
+
+
 def cmd_prefix(name, rc, path):
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
@@ -96,9 +155,14 @@ def cmd_prefix(name, rc, path):
         n += 1
         failed |= kind(ok, desc) == "failed"
         emit(n, ok, f"{name}: {desc}")
+    problems = [plan_problem(lines, n)]
     if rc != "0" and not failed:
+        problems.append(f"exited with status {rc}")
+    problems = [p for p in problems if p]
+    for problem in problems:
         n += 1
-        emit(n, False, f"{name}: exited with status {rc}")
+        emit(n, False, f"{name}: {problem}")
+    if problems:
         for line in lines[-20:]:
             print(f"# {line.rstrip()}")
 
@@ -111,7 +175,8 @@ UNITTEST = re.compile(
 
 
 def unittest_results(path):
-    """{"module.Class.test": outcome} from a `python -m unittest -v` style log."""
+    """{"module.Class.test": (outcome, skip reason or "")} from a `python -m unittest -v`
+    style log, where a skip reads "skipped 'reason'"."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()
@@ -119,8 +184,23 @@ def unittest_results(path):
         return {}
     results = {}
     for _name, full, outcome in UNITTEST.findall(text):
-        results[full] = "skipped" if outcome.startswith("skipped") else outcome
+        if not outcome.startswith("skipped"):
+            results[full] = (outcome, "")
+            continue
+        reason = outcome[len("skipped"):].strip()
+        try:
+            reason = str(ast.literal_eval(reason))
+        except (ValueError, SyntaxError):
+            pass
+        # On one line: it ends up in a TAP point.
+        results[full] = ("skipped", " ".join(reason.split()))
     return results
+
+
+def skip_reason(test, reason, random):
+    """The text after "# SKIP" for a skipped unittest test."""
+    reason = reason or "no reason given"
+    return f"{RANDOM_CAPS}: {reason}" if test in random else reason
 
 
 def read_gaps(path, variant):
@@ -140,15 +220,18 @@ def read_gaps(path, variant):
 
 def cmd_unittest(name, log, gaps_path=None, variant="rs"):
     results, gaps = unittest_results(log), read_gaps(gaps_path, variant)
+    random = read_gaps(gaps_path, "random")
     if not results:
         emit(1, False, f"{name}: no test ran")
+        print("1..1")
         return
-    for n, (test, outcome) in enumerate(sorted(results.items()), 1):
+    for n, (test, (outcome, reason)) in enumerate(sorted(results.items()), 1):
         ok = outcome in ("ok", "skipped", "expected failure")
-        suffix = " # SKIP" if outcome == "skipped" else ""
+        suffix = f" # SKIP {skip_reason(test, reason, random)}" if outcome == "skipped" else ""
         if not ok and test in gaps:
             suffix = " # TODO known gap (tests/pyverbs-known-gaps)"
         emit(n, ok, f"{name + ': ' if name else ''}{test}: {outcome}{suffix}")
+    print(f"1..{len(results)}")
 
 
 def cmd_diff(name, log_a, log_b, gaps_path=None):
@@ -157,20 +240,32 @@ def cmd_diff(name, log_a, log_b, gaps_path=None):
     tests = sorted(set(a) | set(b))
     if not tests:
         emit(1, False, f"{name}: no test ran")
+        print("1..1")
         return
     for n, test in enumerate(tests, 1):
-        ra, rb = a.get(test, "missing"), b.get(test, "missing")
+        (ra, why_a), (rb, why_b) = a.get(test, ("missing", "")), b.get(test, ("missing", ""))
         same = ra == rb or (test in random and {ra, rb} <= {"ok", "skipped"})
-        todo = " # TODO known gap (tests/pyverbs-known-gaps)" if not same and test in gaps else ""
-        emit(n, same, f"{name}: {test}: {ra} / {rb}{todo}")
+        suffix = ""
+        if not same and test in gaps:
+            suffix = " # TODO known gap (tests/pyverbs-known-gaps)"
+        elif ra == rb == "skipped":
+            # Nothing was compared: a skip, not a pass.
+            why = why_a if why_a == why_b else f"{why_a} / {why_b}"
+            suffix = f" # SKIP {skip_reason(test, why, random)}"
+        emit(n, same, f"{name}: {test}: {ra} / {rb}{suffix}")
+    print(f"1..{len(tests)}")
 
 
 def cmd_count(paths):
     totals = {"passed": 0, "failed": 0, "skipped": 0}
+    categories = dict.fromkeys((FEATURES, C_BUGS, RANDOM, TODO, OTHER), 0)
     for path in paths:
         with open(path, encoding="utf-8", errors="replace") as f:
             for ok, desc in points(f):
                 totals[kind(ok, desc)] += 1
+                if kind(ok, desc) == "skipped":
+                    categories[skip_category(desc)] += 1
+    print("# skipped: " + ", ".join(f"{n} {c}" for c, n in categories.items()))
     print(f"{totals['passed']} passed, {totals['failed']} failed, {totals['skipped']} skipped")
     return 1 if totals["failed"] or not totals["passed"] else 0
 

@@ -22,9 +22,17 @@ dmesg >"$out/kunit.log"
 [ -w "$leaks" ] && echo clear >"$leaks"
 
 for t in "$tests"/*; do
-	[ -x "$t" ] || continue
+	[ -f "$t" ] || continue
 	name=$(basename "${t%.*}")
 	echo "--- $name ($RDMAVT_RS_RDMAVT)"
+	if [ ! -x "$t" ]; then
+		# A test that cannot run fails, rather than vanish from the count.
+		printf 'TAP version 13\n1..1\nnot ok 1 %s\n' \
+			"tests/kselftest/${t##*/} has no run bit (chmod +x)" \
+			>"$out/$name.tap"
+		echo 1 >"$out/$name.rc"
+		continue
+	fi
 	timeout 300 "$t" >"$out/$name.tap" 2>&1
 	echo $? >"$out/$name.rc"
 done

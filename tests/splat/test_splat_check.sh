@@ -94,7 +94,7 @@ report_format() {
 }
 
 ktap_header
-ktap_plan $((2 * ${#cases[@]} + 9))
+ktap_plan $((2 * ${#cases[@]} + 13))
 
 for line in "${cases[@]}"; do
 	read -r file kind count <<<"$line"
