@@ -5,6 +5,8 @@
 #   make              build rdmavt.ko against KDIR (default: the cached test kernel, built
 #                     first if needed)
 #   make clippy       the same build under clippy; any warning in our code fails it
+#   make rustfmt      formats our Rust code as the kernel formats its own (.rustfmt.toml is the
+#                     kernel's), with rustc-web's rustfmt; make rustfmtcheck only checks
 #   make run          the main job: boot the test VM, load the modules, show the RDMA devices
 #   make check        every test: host-side tests, then KUnit and kselftests in the VM, on
 #                     rdmavt-rs and on the in-tree C rdmavt
@@ -40,7 +42,8 @@ endif
 KMAKE = $(MAKE) -C "$$kdir" M=$(REPO) LLVM=$(LLVM) RUSTC=$(RUSTC) BINDGEN=$(BINDGEN) \
 	CLIPPY_DRIVER=$(CLIPPY_DRIVER) LIBCLANG_PATH=/usr/lib/llvm$(LLVM)/lib
 
-.PHONY: all modules clippy run check clean setup test-progs modules_install modules_uninstall
+.PHONY: all modules clippy run check clean setup test-progs modules_install modules_uninstall \
+	rustfmt rustfmtcheck
 
 all: modules
 
@@ -56,6 +59,16 @@ clippy: setup
 	@kdir=$(KDIR_CMD) && $(KMAKE) clean >/dev/null && \
 	$(KMAKE) CLIPPY=1 modules 2>&1 | tee $(REPO)/.clippy.log && \
 	! grep -E '^(warning|error)' $(REPO)/.clippy.log
+
+# Every tracked Rust file but the layout generator's sample input, which is bindgen's format.
+RUSTFMT := /usr/bin/rustfmt
+RUST_SOURCES = cd $(REPO) && git ls-files -z '*.rs' ':!:tests/host/gen_layout/*'
+
+rustfmt: setup
+	@$(RUST_SOURCES) | xargs -0 $(RUSTFMT)
+
+rustfmtcheck: setup
+	@$(RUST_SOURCES) | xargs -0 $(RUSTFMT) --check
 
 run: modules
 	@bash $(SCRIPTS)/run-main.sh

@@ -79,7 +79,13 @@ pub(crate) unsafe extern "C" fn create_ah(
 ) -> c_int {
     // SAFETY: ib_core passes an AH of one of our devices (allocated with `size_ib_ah`, so the
     // head of an `rvt_ah`) and valid attributes.
-    let (ibdev, ah, attr) = unsafe { ((*ibah).device, ibah.cast::<bindings::rvt_ah>(), (*init_attr).ah_attr) };
+    let (ibdev, ah, attr) = unsafe {
+        (
+            (*ibah).device,
+            ibah.cast::<bindings::rvt_ah>(),
+            (*init_attr).ah_attr,
+        )
+    };
     // SAFETY: `attr` is valid for the call (ib_core's).
     if check(ibdev, unsafe { &mut *attr }).is_err() {
         return EINVAL.to_errno();
@@ -110,7 +116,12 @@ pub(crate) unsafe extern "C" fn create_ah(
 /// Only ib_core calls this, through `RVT_DEV_OPS`, with live objects of one of our devices.
 pub(crate) unsafe extern "C" fn destroy_ah(ibah: *mut bindings::ib_ah, _flags: u32) -> c_int {
     // SAFETY: ib_core passes a live AH of one of our devices.
-    let (dev, ah) = unsafe { (Device::from_ib((*ibah).device), ibah.cast::<bindings::rvt_ah>()) };
+    let (dev, ah) = unsafe {
+        (
+            Device::from_ib((*ibah).device),
+            ibah.cast::<bindings::rvt_ah>(),
+        )
+    };
     *ah_count(dev) -= 1;
     // SAFETY: the AH is being destroyed; its attribute references are released once.
     unsafe { bindings::rdma_destroy_ah_attr(&raw mut (*ah).attr) };
@@ -122,9 +133,13 @@ pub(crate) unsafe extern "C" fn destroy_ah(ibah: *mut bindings::ib_ah, _flags: u
 /// # Safety
 ///
 /// Only ib_core calls this, through `RVT_DEV_OPS`, with live objects of one of our devices.
-pub(crate) unsafe extern "C" fn modify_ah(ibah: *mut bindings::ib_ah, attr: *mut bindings::rdma_ah_attr) -> c_int {
+pub(crate) unsafe extern "C" fn modify_ah(
+    ibah: *mut bindings::ib_ah,
+    attr: *mut bindings::rdma_ah_attr,
+) -> c_int {
     // SAFETY: ib_core passes a live AH of one of our devices and valid attributes.
-    let (ibdev, ah, attr) = unsafe { ((*ibah).device, ibah.cast::<bindings::rvt_ah>(), &mut *attr) };
+    let (ibdev, ah, attr) =
+        unsafe { ((*ibah).device, ibah.cast::<bindings::rvt_ah>(), &mut *attr) };
     if check(ibdev, attr).is_err() {
         return EINVAL.to_errno();
     }
@@ -138,7 +153,10 @@ pub(crate) unsafe extern "C" fn modify_ah(ibah: *mut bindings::ib_ah, attr: *mut
 /// # Safety
 ///
 /// Only ib_core calls this, through `RVT_DEV_OPS`, with live objects of one of our devices.
-pub(crate) unsafe extern "C" fn query_ah(ibah: *mut bindings::ib_ah, attr: *mut bindings::rdma_ah_attr) -> c_int {
+pub(crate) unsafe extern "C" fn query_ah(
+    ibah: *mut bindings::ib_ah,
+    attr: *mut bindings::rdma_ah_attr,
+) -> c_int {
     // SAFETY: ib_core passes a live AH of one of our devices and a valid output.
     unsafe { *attr = (*ibah.cast::<bindings::rvt_ah>()).attr };
     0

@@ -17,7 +17,8 @@ const SOLICITED: u8 = bindings::ib_cq_notify_flags::IB_CQ_SOLICITED.0 as u8;
 /// Whether this completion fires the armed notification.
 fn fires(notify: u8, solicited: bool, wc: &bindings::ib_wc) -> bool {
     notify == NEXT_COMP
-        || (notify == SOLICITED && (solicited || wc.status != bindings::ib_wc_status::IB_WC_SUCCESS))
+        || (notify == SOLICITED
+            && (solicited || wc.status != bindings::ib_wc_status::IB_WC_SUCCESS))
 }
 
 impl Cq {
@@ -29,7 +30,11 @@ impl Cq {
         // SAFETY: the ring is live and the lock held.
         let (head, tail) = unsafe { (ring.head(), ring.tail()) };
         // A head outside the ring (only user space can put one there) restarts at the end.
-        let (head, next) = if head >= last { (last, 0) } else { (head, head + 1) };
+        let (head, next) = if head >= last {
+            (last, 0)
+        } else {
+            (head, head + 1)
+        };
         // SAFETY: `cq_full` is protected by the lock, held.
         let full = unsafe { &mut (*guard.cq).cq_full };
         if next == tail || *full != 0 {
@@ -77,7 +82,11 @@ impl Cq {
         // creation and the workqueue lives as long as the module.
         unsafe {
             (*cq).triggered = (*cq).triggered.wrapping_add(1);
-            bindings::queue_work_on((*cq).comp_vector_cpu, COMP_WQ.load(Relaxed), &raw mut (*cq).comptask);
+            bindings::queue_work_on(
+                (*cq).comp_vector_cpu,
+                COMP_WQ.load(Relaxed),
+                &raw mut (*cq).comptask,
+            );
         }
     }
 }
@@ -88,7 +97,11 @@ impl Cq {
 ///
 /// `cq` is a live CQ of an rdmavt device and `entry` a valid completion of a live QP.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn rvt_cq_enter(cq: *mut bindings::rvt_cq, entry: *mut bindings::ib_wc, solicited: bool) -> bool {
+pub(crate) unsafe extern "C" fn rvt_cq_enter(
+    cq: *mut bindings::rvt_cq,
+    entry: *mut bindings::ib_wc,
+    solicited: bool,
+) -> bool {
     // SAFETY: the caller guarantees both pointers.
     unsafe { Cq::from_ib(cq.cast()).enter(&*entry, solicited) }
 }
@@ -103,7 +116,8 @@ c_export!(rvt_cq_enter);
 pub(super) unsafe extern "C" fn send_complete(work: *mut bindings::work_struct) {
     // SAFETY: the work item is the `comptask` member of a live `rvt_cq`: destroy_cq flushes
     // it before the CQ goes away.
-    let cq = unsafe { work.byte_sub(offset_of!(bindings::rvt_cq, comptask)) }.cast::<bindings::rvt_cq>();
+    let cq =
+        unsafe { work.byte_sub(offset_of!(bindings::rvt_cq, comptask)) }.cast::<bindings::rvt_cq>();
     loop {
         // SAFETY: `triggered` is a byte that `enter` bumps under the lock; an unlocked read
         // here may be stale, which only costs one more round, as in C.

@@ -32,9 +32,15 @@ impl Ring {
     pub(super) fn alloc(entries: u32, user: bool, node: c_int) -> Result<(Self, u32)> {
         let slots = entries as usize + 1;
         let (slot, head) = if user {
-            (size_of::<bindings::ib_uverbs_wc>(), size_of::<bindings::rvt_cq_wc>())
+            (
+                size_of::<bindings::ib_uverbs_wc>(),
+                size_of::<bindings::rvt_cq_wc>(),
+            )
         } else {
-            (size_of::<bindings::ib_wc>(), size_of::<bindings::rvt_k_cq_wc>())
+            (
+                size_of::<bindings::ib_wc>(),
+                size_of::<bindings::rvt_k_cq_wc>(),
+            )
         };
         let size = slot
             .checked_mul(slots)
@@ -138,7 +144,9 @@ impl Ring {
         match self {
             // SAFETY: `idx` is within the ring (caller's guarantee); `wc.qp` is live.
             Self::User(u) => unsafe {
-                let slot = &mut *(&raw mut (*u).uqueue).cast::<bindings::ib_uverbs_wc>().add(idx);
+                let slot = &mut *(&raw mut (*u).uqueue)
+                    .cast::<bindings::ib_uverbs_wc>()
+                    .add(idx);
                 *slot = to_uverbs(wc);
             },
             // SAFETY: `idx` is within the ring (caller's guarantee).
@@ -159,8 +167,12 @@ impl Ring {
         unsafe {
             match (self, src) {
                 (Self::User(d), Self::User(s)) => {
-                    let s = (&raw mut (*s).uqueue).cast::<bindings::ib_uverbs_wc>().add(from);
-                    *(&raw mut (*d).uqueue).cast::<bindings::ib_uverbs_wc>().add(to) = *s;
+                    let s = (&raw mut (*s).uqueue)
+                        .cast::<bindings::ib_uverbs_wc>()
+                        .add(from);
+                    *(&raw mut (*d).uqueue)
+                        .cast::<bindings::ib_uverbs_wc>()
+                        .add(to) = *s;
                 }
                 (Self::Kernel(d), Self::Kernel(s)) => {
                     let s = (&raw mut (*s).kqueue).cast::<bindings::ib_wc>().add(from);
@@ -178,7 +190,11 @@ impl Ring {
     /// A live kernel ring with more than `idx` slots; the lock is held.
     pub(super) unsafe fn read_kernel(k: *mut bindings::rvt_k_cq_wc, idx: u32) -> bindings::ib_wc {
         // SAFETY: in range (caller's guarantee).
-        unsafe { *(&raw mut (*k).kqueue).cast::<bindings::ib_wc>().add(idx as usize) }
+        unsafe {
+            *(&raw mut (*k).kqueue)
+                .cast::<bindings::ib_wc>()
+                .add(idx as usize)
+        }
     }
 }
 
@@ -199,9 +215,7 @@ unsafe fn to_uverbs(wc: &bindings::ib_wc) -> bindings::ib_uverbs_wc {
         opcode: wc.opcode.0,
         vendor_err: wc.vendor_err,
         byte_len: wc.byte_len,
-        ex: bindings::ib_uverbs_wc__bindgen_ty_1 {
-            imm_data,
-        },
+        ex: bindings::ib_uverbs_wc__bindgen_ty_1 { imm_data },
         // SAFETY: `wc.qp` is live (caller's guarantee).
         qp_num: unsafe { (*wc.qp).qp_num },
         src_qp: wc.src_qp,

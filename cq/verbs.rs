@@ -34,7 +34,11 @@ fn reply_offset(udata: *mut bindings::ib_udata, info: &MmapInfo) -> Result {
     let mut offset = info.offset();
     // SAFETY: `udata` is valid with room for a u64 (`wants_mapped_ring`).
     to_result(unsafe {
-        bindings::rdmavt_rs_ib_copy_to_udata(udata, (&raw mut offset).cast(), core::mem::size_of::<u64>())
+        bindings::rdmavt_rs_ib_copy_to_udata(
+            udata,
+            (&raw mut offset).cast(),
+            core::mem::size_of::<u64>(),
+        )
     })
 }
 
@@ -71,7 +75,11 @@ pub(crate) unsafe extern "C" fn create_cq(
     // SAFETY: ib_core passes a new CQ of one of our devices (allocated with `size_ib_cq`, so
     // the head of an `rvt_cq`), valid attributes, and a bundle or NULL.
     let (dev, attr, udata) = unsafe {
-        (Device::from_ib((*ibcq).device), &*attr, bindings::rdmavt_rs_bundle_udata(attrs))
+        (
+            Device::from_ib((*ibcq).device),
+            &*attr,
+            bindings::rdmavt_rs_bundle_udata(attrs),
+        )
     };
     match create(dev, ibcq.cast(), attr, udata) {
         Ok(()) => 0,
@@ -79,7 +87,12 @@ pub(crate) unsafe extern "C" fn create_cq(
     }
 }
 
-fn create(dev: &Device, cq: *mut bindings::rvt_cq, attr: &bindings::ib_cq_init_attr, udata: *mut bindings::ib_udata) -> Result {
+fn create(
+    dev: &Device,
+    cq: *mut bindings::rvt_cq,
+    attr: &bindings::ib_cq_init_attr,
+    udata: *mut bindings::ib_udata,
+) -> Result {
     if attr.flags != 0 {
         return Err(EOPNOTSUPP);
     }
@@ -141,7 +154,10 @@ fn create(dev: &Device, cq: *mut bindings::rvt_cq, attr: &bindings::ib_cq_init_a
 /// # Safety
 ///
 /// Only ib_core calls this, through `RVT_DEV_OPS`, with live objects of one of our devices.
-pub(crate) unsafe extern "C" fn destroy_cq(ibcq: *mut bindings::ib_cq, _udata: *mut bindings::ib_udata) -> c_int {
+pub(crate) unsafe extern "C" fn destroy_cq(
+    ibcq: *mut bindings::ib_cq,
+    _udata: *mut bindings::ib_udata,
+) -> c_int {
     let cq = ibcq.cast::<bindings::rvt_cq>();
     // SAFETY: ib_core destroys a live CQ of ours once nothing uses it any more.
     unsafe {
@@ -186,7 +202,11 @@ pub(crate) unsafe extern "C" fn req_notify_cq(
 /// # Safety
 ///
 /// Only ib_core calls this, through `RVT_DEV_OPS`, with live objects of one of our devices.
-pub(crate) unsafe extern "C" fn poll_cq(ibcq: *mut bindings::ib_cq, num_entries: c_int, entry: *mut bindings::ib_wc) -> c_int {
+pub(crate) unsafe extern "C" fn poll_cq(
+    ibcq: *mut bindings::ib_cq,
+    num_entries: c_int,
+    entry: *mut bindings::ib_wc,
+) -> c_int {
     // SAFETY: ib_core passes a live CQ of ours and room for `num_entries` completions.
     let cq = unsafe { Cq::from_ib(ibcq) };
     let guard = cq.lock();
@@ -213,9 +233,18 @@ pub(crate) unsafe extern "C" fn poll_cq(ibcq: *mut bindings::ib_cq, num_entries:
 /// # Safety
 ///
 /// Only ib_core calls this, through `RVT_DEV_OPS`, with live objects of one of our devices.
-pub(crate) unsafe extern "C" fn resize_cq(ibcq: *mut bindings::ib_cq, cqe: c_uint, udata: *mut bindings::ib_udata) -> c_int {
+pub(crate) unsafe extern "C" fn resize_cq(
+    ibcq: *mut bindings::ib_cq,
+    cqe: c_uint,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
     // SAFETY: ib_core passes a live CQ of ours; resizes of one CQ are serialised by ib_core.
-    let (cq, dev) = unsafe { (Cq::from_ib(ibcq), Device::from_raw((*ibcq.cast::<bindings::rvt_cq>()).rdi)) };
+    let (cq, dev) = unsafe {
+        (
+            Cq::from_ib(ibcq),
+            Device::from_raw((*ibcq.cast::<bindings::rvt_cq>()).rdi),
+        )
+    };
     match resize(cq, dev, cqe, udata) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
@@ -240,7 +269,8 @@ fn resize(cq: &Cq, dev: &Device, cqe: u32, udata: *mut bindings::ib_udata) -> Re
     if user {
         let mut zero = 0u64;
         // SAFETY: `udata` is valid with room for a u64.
-        if let Err(e) = to_result(unsafe { bindings::_ib_respond_udata(udata, (&raw mut zero).cast(), 8) }) {
+        let replied = unsafe { bindings::_ib_respond_udata(udata, (&raw mut zero).cast(), 8) };
+        if let Err(e) = to_result(replied) {
             // SAFETY: nothing else has seen the new ring.
             unsafe { ring.free() };
             return Err(e);
@@ -282,7 +312,11 @@ fn move_entries(cq: &Cq, new: Ring, cqe: u32) -> Result<Ring> {
     let last = guard.last_slot();
     // SAFETY: live ring, lock held; user-written indices are clamped into the ring.
     let (head, mut tail) = unsafe { (old.head().min(last), old.tail().min(last)) };
-    let waiting = if head < tail { last + 1 + head - tail } else { head - tail };
+    let waiting = if head < tail {
+        last + 1 + head - tail
+    } else {
+        head - tail
+    };
     if cqe < waiting {
         return Err(EINVAL);
     }

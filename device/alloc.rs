@@ -16,7 +16,10 @@ use crate::{bindings, macros::c_export};
 ///
 /// Called by drivers through the C ABI; `size` is at least `size_of::<rvt_dev_info>()`.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn rvt_alloc_device(size: usize, nports: c_int) -> *mut bindings::rvt_dev_info {
+pub(crate) unsafe extern "C" fn rvt_alloc_device(
+    size: usize,
+    nports: c_int,
+) -> *mut bindings::rvt_dev_info {
     let Ok(nports) = usize::try_from(nports) else {
         return ptr::null_mut();
     };

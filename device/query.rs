@@ -186,7 +186,12 @@ pub(crate) unsafe extern "C" fn query_gid(
         // SAFETY: `gid` is valid for writes; the driver's callback is called as C calls it.
         unsafe {
             (*gid).global.subnet_prefix = (*rvp).gid_prefix;
-            to_result(get_guid(dev.as_raw(), rvp, index, &raw mut (*gid).global.interface_id))?;
+            to_result(get_guid(
+                dev.as_raw(),
+                rvp,
+                index,
+                &raw mut (*gid).global.interface_id,
+            ))?;
         }
         Ok(0)
     })

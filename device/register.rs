@@ -49,17 +49,27 @@ fn check_support(dev: &Device) -> core::result::Result<(), Verb> {
         && f.stop_send_queue.is_some()
         && f.quiesce_qp.is_some();
 
-    need(!ops.port_groups.is_null() && f.get_pci_dev.is_some(), Verb::Misc)?;
+    need(
+        !ops.port_groups.is_null() && f.get_pci_dev.is_some(),
+        Verb::Misc,
+    )?;
     // rdmavt has no modify_device of its own that does anything: drivers bring theirs.
     need(ops.modify_device.is_some(), Verb::ModifyDevice)?;
-    need(ops.query_port.is_some() || f.query_port_state.is_some(), Verb::QueryPort)?;
+    need(
+        ops.query_port.is_some() || f.query_port_state.is_some(),
+        Verb::QueryPort,
+    )?;
     need(
         ops.modify_port.is_some() || (f.cap_mask_chg.is_some() && f.shut_down_port.is_some()),
         Verb::ModifyPort,
     )?;
-    need(ops.query_gid.is_some() || f.get_guid_be.is_some(), Verb::QueryGid)?;
     need(
-        ops.create_qp.is_some() || (f.qp_priv_alloc.is_some() && f.qp_priv_free.is_some() && qp_common),
+        ops.query_gid.is_some() || f.get_guid_be.is_some(),
+        Verb::QueryGid,
+    )?;
+    need(
+        ops.create_qp.is_some()
+            || (f.qp_priv_alloc.is_some() && f.qp_priv_free.is_some() && qp_common),
         Verb::CreateQp,
     )?;
     need(
@@ -72,7 +82,10 @@ fn check_support(dev: &Device) -> core::result::Result<(), Verb> {
                 && f.mtu_to_path_mtu.is_some()),
         Verb::ModifyQp,
     )?;
-    need(ops.destroy_qp.is_some() || (f.qp_priv_free.is_some() && qp_common), Verb::DestroyQp)?;
+    need(
+        ops.destroy_qp.is_some() || (f.qp_priv_free.is_some() && qp_common),
+        Verb::DestroyQp,
+    )?;
     // SAFETY: as above, the driver's fields are stable during registration.
     let post_parms = unsafe { (*dev.as_raw()).post_parms };
     need(
@@ -150,7 +163,11 @@ fn register(dev: &Device) -> Result {
     // SAFETY: `ibdev` is fully set up; C registers under the name the driver gave the
     // device (dev_name), with no DMA device.
     let res = to_result(unsafe {
-        bindings::ib_register_device(ibdev, bindings::rdmavt_rs_dev_name(ibdev), core::ptr::null_mut())
+        bindings::ib_register_device(
+            ibdev,
+            bindings::rdmavt_rs_dev_name(ibdev),
+            core::ptr::null_mut(),
+        )
     });
     if let Err(e) = res {
         pr_err!("{}: Failed to register driver with ib core.\n", dev.name());

@@ -51,13 +51,21 @@ fn c_name(entry: &bindings::rdmavt_rs_layout_entry) -> &'static CStr {
 pub(crate) fn mismatches() -> usize {
     let c = c_layout();
     if c.len() != RUST_LAYOUT.len() {
-        pr_err!("layout: C has {} entries, Rust {}\n", c.len(), RUST_LAYOUT.len());
+        pr_err!(
+            "layout: C has {} entries, Rust {}\n",
+            c.len(),
+            RUST_LAYOUT.len()
+        );
         return c.len().abs_diff(RUST_LAYOUT.len()).max(1);
     }
     let mut bad = 0;
     for (rust, c) in RUST_LAYOUT.iter().zip(c) {
         if rust.name != c_name(c) {
-            pr_err!("layout: entry {} in Rust is {} in C\n", rust.name, c_name(c));
+            pr_err!(
+                "layout: entry {} in Rust is {} in C\n",
+                rust.name,
+                c_name(c)
+            );
             bad += 1;
         } else if rust.value != c.value {
             pr_err!("layout: {}: Rust {} C {}\n", rust.name, rust.value, c.value);

@@ -25,9 +25,10 @@
 //!
 //! Between the steps the sender holds no lock: `RVT_S_BUSY` keeps every other caller of the
 //! loopback out, so the fields only the send engine touches (`s_sge`, `s_len`,
-//! `s_rnr_retry`) belong to the busy holder, as in C. The C rdmavt takes the sender's `r_lock`
-//! inside its `s_lock` to complete a WQE and to flush the sender into the error state, the
-//! opposite of `rvt_modify_qp()` and of every receive path; step 1 takes them in order
+//! `s_rnr_retry`) belong to the busy holder (`qp::SendEngine`), as in C. The C rdmavt takes
+//! the sender's `r_lock` inside its `s_lock` to complete a WQE and to flush the sender into
+//! the error state, the opposite of `rvt_modify_qp()` and of every receive path; step 1 takes
+//! them in order
 //! instead. The destination may be the sender itself: step 2 then takes the QP's `r_lock`
 //! with nothing held.
 
@@ -106,4 +107,3 @@ pub(crate) unsafe extern "C" fn rvt_ruc_loopback(sqp: *mut bindings::rvt_qp) {
     }
 }
 c_export!(rvt_ruc_loopback);
-

@@ -506,7 +506,8 @@ impl Responder<'_, '_, '_> {
         wc.src_qp = self.r.remote_qpn();
         let ah = self.r.remote_ah_attr();
         // SAFETY: a valid address vector; the helper only reads it.
-        wc.slid = unsafe { bindings::rdmavt_rs_rdma_ah_get_dlid(ptr::from_ref(ah).cast_mut()) } & 0xffff;
+        wc.slid =
+            unsafe { bindings::rdmavt_rs_rdma_ah_get_dlid(ptr::from_ref(ah).cast_mut()) } & 0xffff;
         wc.sl = ah.sl;
         wc.port_num = 1;
         let solicited = wr.send_flags & bindings::ib_send_flags_IB_SEND_SOLICITED as c_int != 0;

@@ -40,7 +40,12 @@ use tree::{GroupCount, Limits, Tree};
 /// The device is not registered yet: nothing else uses its multicast state.
 pub(crate) unsafe fn driver_init(dev: &Device) {
     // SAFETY: the device is not registered (caller's guarantee), so the lock is unused.
-    unsafe { spin_lock_init!(&raw mut (*dev.as_raw()).n_mcast_grps_lock, c"&rdi->n_mcast_grps_lock") };
+    unsafe {
+        spin_lock_init!(
+            &raw mut (*dev.as_raw()).n_mcast_grps_lock,
+            c"&rdi->n_mcast_grps_lock"
+        )
+    };
 }
 
 /// The device's group count.
@@ -48,7 +53,12 @@ fn groups(dev: &Device) -> GroupCount<'_> {
     let rdi = dev.as_raw();
     // SAFETY: `driver_init` initialised the lock at registration; it protects the count, and
     // both live as long as the device.
-    unsafe { GroupCount::new(&raw mut (*rdi).n_mcast_grps_lock, &raw mut (*rdi).n_mcast_grps_allocated) }
+    unsafe {
+        GroupCount::new(
+            &raw mut (*rdi).n_mcast_grps_lock,
+            &raw mut (*rdi).n_mcast_grps_allocated,
+        )
+    }
 }
 
 /// The driver's multicast limits (`dparms.props`).
@@ -85,7 +95,10 @@ pub(crate) unsafe fn exit(dev: &Device) {
         }
     }
     if freed != 0 {
-        pr_err!("{}: {freed} multicast groups still attached at unregister; freed\n", dev.name());
+        pr_err!(
+            "{}: {freed} multicast groups still attached at unregister; freed\n",
+            dev.name()
+        );
         *groups(dev).lock() = 0;
     }
 }
@@ -159,9 +172,13 @@ mod tests {
         }
 
         /// Attaches QP `n` the way `attach_mcast` does, with the given limits.
-        fn attach(&mut self, n: usize, gid: &bindings::ib_gid, lid: u16, limits: Limits)
-            -> Result<Attached, AttachError>
-        {
+        fn attach(
+            &mut self,
+            n: usize,
+            gid: &bindings::ib_gid,
+            lid: u16,
+            limits: Limits,
+        ) -> Result<Attached, AttachError> {
             let group = Group::new(gid, lid).expect("allocation");
             // SAFETY: a fake QP with a live refcount.
             let member = unsafe { Member::new(self.qp(n)) }.expect("allocation");
@@ -174,7 +191,12 @@ mod tests {
         }
 
         /// Detaches QP `n` the way `detach_mcast` does.
-        fn detach(&mut self, n: usize, gid: &bindings::ib_gid, lid: u16) -> Result<bool, NotAttached> {
+        fn detach(
+            &mut self,
+            n: usize,
+            gid: &bindings::ib_gid,
+            lid: u16,
+        ) -> Result<bool, NotAttached> {
             let qp = self.qp(n);
             let d = self.tree().remove(gid, lid, qp)?;
             let last = d.was_last();
@@ -260,10 +282,16 @@ mod tests {
         let g = gid(4);
         assert_eq!(f.attach(0, &g, 0xc004, NO_LIMIT), Ok(Attached::NewGroup));
         assert_eq!(f.attach(1, &g, 0xc004, NO_LIMIT), Ok(Attached::Joined));
-        assert_eq!(f.attach(1, &g, 0xc004, NO_LIMIT), Ok(Attached::AlreadyMember));
+        assert_eq!(
+            f.attach(1, &g, 0xc004, NO_LIMIT),
+            Ok(Attached::AlreadyMember)
+        );
         // The unused duplicate member gave its reference back.
         assert_eq!(f.qp_refs(1), 2);
-        assert_eq!(f.attach(2, &g, 0xc005, NO_LIMIT), Err(AttachError::LidMismatch));
+        assert_eq!(
+            f.attach(2, &g, 0xc005, NO_LIMIT),
+            Err(AttachError::LidMismatch)
+        );
         assert_eq!(f.qp_refs(2), 1);
         assert_eq!(*f.count, 1);
         assert_eq!(f.detach(0, &g, 0xc004), Ok(false));
@@ -281,7 +309,10 @@ mod tests {
     #[test]
     fn qps_per_group_limit() {
         let mut f = Fake::new(3);
-        let lim = Limits { groups: 8, qps_per_group: 2 };
+        let lim = Limits {
+            groups: 8,
+            qps_per_group: 2,
+        };
         let g = gid(6);
         assert_eq!(f.attach(0, &g, 0xc006, lim), Ok(Attached::NewGroup));
         assert_eq!(f.attach(1, &g, 0xc006, lim), Ok(Attached::Joined));
@@ -296,7 +327,10 @@ mod tests {
     #[test]
     fn groups_limit() {
         let mut f = Fake::new(1);
-        let lim = Limits { groups: 2, qps_per_group: 16 };
+        let lim = Limits {
+            groups: 2,
+            qps_per_group: 16,
+        };
         assert_eq!(f.attach(0, &gid(7), 0xc007, lim), Ok(Attached::NewGroup));
         assert_eq!(f.attach(0, &gid(8), 0xc008, lim), Ok(Attached::NewGroup));
         assert_eq!(f.attach(0, &gid(9), 0xc009, lim), Err(AttachError::Full));
@@ -314,7 +348,10 @@ mod tests {
         let order = |i: u8| i.wrapping_mul(37).wrapping_add(11);
         for i in 0..64 {
             let g = gid(order(i));
-            assert_eq!(f.attach(0, &g, 0xc000 + u16::from(i), NO_LIMIT), Ok(Attached::NewGroup));
+            assert_eq!(
+                f.attach(0, &g, 0xc000 + u16::from(i), NO_LIMIT),
+                Ok(Attached::NewGroup)
+            );
         }
         for i in 0..64 {
             assert!(f.find(&gid(order(i)), 0xc000 + u16::from(i)).is_some());

@@ -204,7 +204,11 @@ impl<'a> Tree<'a> {
     }
 
     /// The group for `mgid` and `lid` with a walker's reference taken: `rvt_mcast_find()`.
-    pub(crate) fn find_get(&mut self, mgid: &bindings::ib_gid, lid: u16) -> Option<*mut bindings::rvt_mcast> {
+    pub(crate) fn find_get(
+        &mut self,
+        mgid: &bindings::ib_gid,
+        lid: u16,
+    ) -> Option<*mut bindings::rvt_mcast> {
         let m = self.find(mgid)?;
         // SAFETY: `m` is in the locked tree, so live.
         unsafe {
@@ -232,12 +236,24 @@ impl<'a> Tree<'a> {
         let existing = unsafe { *link };
         if !existing.is_null() {
             let (res, member) = self.join(group_of(existing), lid, member, limits);
-            return (res, Unused { _group: Some(new), _member: member });
+            return (
+                res,
+                Unused {
+                    _group: Some(new),
+                    _member: member,
+                },
+            );
         }
         {
             let mut n = groups.lock();
             if *n >= limits.groups {
-                return (Err(AttachError::Full), Unused { _group: Some(new), _member: Some(member) });
+                return (
+                    Err(AttachError::Full),
+                    Unused {
+                        _group: Some(new),
+                        _member: Some(member),
+                    },
+                );
             }
             *n += 1;
         }
@@ -252,7 +268,13 @@ impl<'a> Tree<'a> {
             group::get(m);
             bindings::rdmavt_rs_rb_link_insert(&raw mut (*m).rb_node, parent, link, self.root);
         }
-        (Ok(Attached::NewGroup), Unused { _group: None, _member: None })
+        (
+            Ok(Attached::NewGroup),
+            Unused {
+                _group: None,
+                _member: None,
+            },
+        )
     }
 
     /// Adds `member` to the group `m` already in the tree, if the MLID matches, the QP is not
@@ -344,7 +366,9 @@ impl Group {
 ///
 /// `m` is live and its list does not change while the iterator is used (its tree's lock is
 /// held, or the group is owned).
-unsafe fn members(m: *mut bindings::rvt_mcast) -> impl Iterator<Item = *mut bindings::rvt_mcast_qp> {
+unsafe fn members(
+    m: *mut bindings::rvt_mcast,
+) -> impl Iterator<Item = *mut bindings::rvt_mcast_qp> {
     // SAFETY: the caller guarantees `m` is live and its list stable.
     let head = unsafe { &raw mut (*m).qp_list };
     // SAFETY: as above.

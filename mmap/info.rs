@@ -51,7 +51,12 @@ impl MmapInfo {
     /// An info for the ring `obj` of `size` bytes (vmalloc'ed, to be vfree'd with the last
     /// reference), owned by the user context of `udata`. EINVAL for a kernel caller (no
     /// `udata`), as in C.
-    pub(crate) fn new(dev: &Device, size: u32, udata: *mut bindings::ib_udata, obj: *mut c_void) -> Result<Self> {
+    pub(crate) fn new(
+        dev: &Device,
+        size: u32,
+        udata: *mut bindings::ib_udata,
+        obj: *mut c_void,
+    ) -> Result<Self> {
         if udata.is_null() {
             return Err(EINVAL);
         }
@@ -158,7 +163,11 @@ unsafe extern "C" fn release(kref: *mut bindings::kref) {
 unsafe extern "C" fn vma_open(vma: *mut bindings::vm_area_struct) {
     // SAFETY: `vm_private_data` is the info this VMA maps, on which `map_pending` took a
     // reference for the VMA being copied.
-    unsafe { bindings::rdmavt_rs_kref_get(&raw mut (*(*vma).vm_private_data.cast::<bindings::rvt_mmap_info>()).ref_) };
+    unsafe {
+        bindings::rdmavt_rs_kref_get(
+            &raw mut (*(*vma).vm_private_data.cast::<bindings::rvt_mmap_info>()).ref_,
+        )
+    };
 }
 
 /// The kernel's entry point here.
@@ -225,7 +234,9 @@ fn take_pending(
     unsafe {
         let mut node = (*head).next;
         while node != head {
-            let ip = node.byte_sub(offset_of!(bindings::rvt_mmap_info, pending_mmaps)).cast::<bindings::rvt_mmap_info>();
+            let ip = node
+                .byte_sub(offset_of!(bindings::rvt_mmap_info, pending_mmaps))
+                .cast::<bindings::rvt_mmap_info>();
             node = (*node).next;
             if (*ip).context != context || (*ip).offset != offset {
                 continue;
@@ -239,5 +250,3 @@ fn take_pending(
     }
     Err(EINVAL)
 }
-
-

@@ -51,7 +51,10 @@ fn sge_adjacent(last: Option<&mut bindings::rvt_sge>, sge: &bindings::ib_sge) ->
     }
     if sge.lkey != 0 {
         // The same unsigned arithmetic as C: an overrun is left for the full check to catch.
-        let end = sge.addr.wrapping_sub(mr.user_base()).wrapping_add(u64::from(sge.length));
+        let end = sge
+            .addr
+            .wrapping_sub(mr.user_base())
+            .wrapping_add(u64::from(sge.length));
         if end > mr.length() as u64 {
             return false;
         }
@@ -73,7 +76,11 @@ enum Stored {
 /// The region `key` names in `table`, referenced and checked as both key checks do: still
 /// published, not invalidated, the very key (generation and user byte included), and the
 /// PD `pd`.
-fn find(table: &LkeyTable, key: u32, pd: *mut bindings::ib_pd) -> Option<kernel::sync::aref::ARef<Mregion>> {
+fn find(
+    table: &LkeyTable,
+    key: u32,
+    pd: *mut bindings::ib_pd,
+) -> Option<kernel::sync::aref::ARef<Mregion>> {
     let mr = {
         let rcu = rcu::read_lock();
         table.lookup(key, &rcu)?.reference()
@@ -124,7 +131,9 @@ unsafe fn lkey_ok(
     if !lkey_access_ok(mr.access_flags(), acc) {
         return Err(EINVAL);
     }
-    let pos = mr.locate(off.wrapping_add(mr.offset() as usize)).ok_or(EINVAL)?;
+    let pos = mr
+        .locate(off.wrapping_add(mr.offset() as usize))
+        .ok_or(EINVAL)?;
     // SAFETY: as above.
     Mregion::fill_sge(mr, unsafe { &mut *isge }, pos, sge.length)?;
     Ok(Stored::Added)
@@ -149,7 +158,16 @@ pub(crate) unsafe extern "C" fn rvt_lkey_ok(
 ) -> c_int {
     // SAFETY: the caller guarantees all of these are valid and that `last_sge` and `isge`
     // do not overlap, so the one mutable reference made here aliases nothing.
-    let res = unsafe { lkey_ok(LkeyTable::from_raw(rkt), pd, isge, last_sge.as_mut(), &*sge, acc) };
+    let res = unsafe {
+        lkey_ok(
+            LkeyTable::from_raw(rkt),
+            pd,
+            isge,
+            last_sge.as_mut(),
+            &*sge,
+            acc,
+        )
+    };
     match res {
         Ok(Stored::Added) => 1,
         Ok(Stored::Merged) => 0,
@@ -163,7 +181,14 @@ c_export!(rvt_lkey_ok);
 /// # Safety
 ///
 /// `qp` is a live QP of one of our devices, in a live PD; `sge` is valid for writes.
-unsafe fn rkey_ok(qp: *mut bindings::rvt_qp, sge: *mut bindings::rvt_sge, len: u32, vaddr: u64, rkey: u32, acc: c_int) -> Option<()> {
+unsafe fn rkey_ok(
+    qp: *mut bindings::rvt_qp,
+    sge: *mut bindings::rvt_sge,
+    len: u32,
+    vaddr: u64,
+    rkey: u32,
+    acc: c_int,
+) -> Option<()> {
     // SAFETY: `qp` is live (caller's guarantee); its device and PD outlive it.
     let (dev, pd) = unsafe { (Device::from_ib((*qp).ibqp.device), (*qp).ibqp.pd) };
     // Key 0 is the DMA MR: kernel virtual addresses, for kernel PDs.
@@ -298,7 +323,10 @@ c_export!(rvt_mr_has_lkey);
 ///
 /// `ss` is a valid SGE state: its `num_sge - 1` further SGEs follow at `sg_list`.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn rvt_ss_has_lkey(ss: *mut bindings::rvt_sge_state, lkey: u32) -> bool {
+pub(crate) unsafe extern "C" fn rvt_ss_has_lkey(
+    ss: *mut bindings::rvt_sge_state,
+    lkey: u32,
+) -> bool {
     // SAFETY: `ss` is valid (caller's guarantee), with `num_sge - 1` entries at `sg_list`
     // besides the current one; every SGE in use holds its region.
     unsafe {
@@ -307,7 +335,8 @@ pub(crate) unsafe extern "C" fn rvt_ss_has_lkey(ss: *mut bindings::rvt_sge_state
             return false;
         }
         rvt_mr_has_lkey(ss.sge.mr, lkey)
-            || (0..usize::from(ss.num_sge) - 1).any(|i| rvt_mr_has_lkey((*ss.sg_list.add(i)).mr, lkey))
+            || (0..usize::from(ss.num_sge) - 1)
+                .any(|i| rvt_mr_has_lkey((*ss.sg_list.add(i)).mr, lkey))
     }
 }
 c_export!(rvt_ss_has_lkey);

@@ -302,7 +302,12 @@ pub(crate) unsafe fn driver_init(dev: &Device) -> Result {
     // SAFETY: unregistered device (caller's guarantee): the lock is not in use.
     unsafe { spin_lock_init!(&raw mut (*rdi).lkey_table.lock, c"&rdi->lkey_table.lock") };
     if bits > MAX_BITS {
-        pr_warn!("{}: lkey bits {} too large, reduced to {}\n", dev.name(), bits, MAX_BITS);
+        pr_warn!(
+            "{}: lkey bits {} too large, reduced to {}\n",
+            dev.name(),
+            bits,
+            MAX_BITS
+        );
         // SAFETY: unregistered device: the driver is done with `dparms` and nobody reads it.
         unsafe { (*rdi).dparms.lkey_table_size = MAX_BITS };
         bits = MAX_BITS;
@@ -310,7 +315,8 @@ pub(crate) unsafe fn driver_init(dev: &Device) -> Result {
     let max = 1u32 << bits;
     let layout = Layout::array::<*mut bindings::rvt_mregion>(max as usize).map_err(|_| ENOMEM)?;
     let nid = NumaNode::new(dev.dparms().node).unwrap_or(NumaNode::NO_NODE);
-    let table = Vmalloc::alloc(layout, flags::GFP_KERNEL, nid)?.cast::<*mut bindings::rvt_mregion>();
+    let table =
+        Vmalloc::alloc(layout, flags::GFP_KERNEL, nid)?.cast::<*mut bindings::rvt_mregion>();
     // SAFETY: unregistered device: these fields are ours; `table` has `max` slots, which start
     // out empty (RCU_INIT_POINTER(..., NULL) in C).
     unsafe {
@@ -343,7 +349,9 @@ pub(crate) unsafe fn exit(dev: &Device) {
         (*rdi).lkey_table.table = core::ptr::null_mut();
         if let Some(table) = NonNull::new(table) {
             // The layout `driver_init` allocated with, so it cannot fail here.
-            if let Ok(layout) = Layout::array::<*mut bindings::rvt_mregion>((*rdi).lkey_table.max as usize) {
+            if let Ok(layout) =
+                Layout::array::<*mut bindings::rvt_mregion>((*rdi).lkey_table.max as usize)
+            {
                 Vmalloc::free(table.cast(), layout);
             }
         }

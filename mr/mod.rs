@@ -52,7 +52,8 @@ const _: () = assert!(offset_of!(RvtMr, ibmr) == 0);
 /// The allocation size of an `rvt_mr` with `m` map arrays, as C's `struct_size()`: `None`
 /// where that saturates, which makes C's kzalloc fail.
 fn mr_size(m: usize) -> Option<usize> {
-    m.checked_mul(size_of::<*mut bindings::rvt_segarray>())?.checked_add(size_of::<RvtMr>())
+    m.checked_mul(size_of::<*mut bindings::rvt_segarray>())?
+        .checked_add(size_of::<RvtMr>())
 }
 
 /// An MR: the C `rvt_mr` behind an `ib_mr` of ours.
@@ -109,7 +110,12 @@ impl NewMr {
             .and_then(|size| Layout::from_size_align(size, core::mem::align_of::<RvtMr>()).ok())
             .ok_or(ENOMEM)?;
         // C allocates the rvt_mr with plain kzalloc, on no particular node.
-        let mr = Kmalloc::alloc(layout, flags::GFP_KERNEL | flags::__GFP_ZERO, NumaNode::NO_NODE)?.cast::<RvtMr>();
+        let mr = Kmalloc::alloc(
+            layout,
+            flags::GFP_KERNEL | flags::__GFP_ZERO,
+            NumaNode::NO_NODE,
+        )?
+        .cast::<RvtMr>();
         // SAFETY: `mr` came from kmalloc just now and nobody else has seen it.
         let mr = ScopeGuard::new_with_data(mr, |mr| unsafe { bindings::kfree(mr.as_ptr().cast()) });
         // SAFETY: ib_core passes a live PD of one of our devices.
@@ -207,7 +213,10 @@ mod tests {
         assert_eq!(segarrays(-(SEGSZ as i32) + 1), Some(0));
         assert_eq!(segarrays(-(SEGSZ as i32)), None);
         assert_eq!(segarrays(i32::MIN), None);
-        assert_eq!(segarrays(i32::MAX), Some((i32::MAX as usize).div_ceil(SEGSZ)));
+        assert_eq!(
+            segarrays(i32::MAX),
+            Some((i32::MAX as usize).div_ceil(SEGSZ))
+        );
     }
 
     #[test]
@@ -226,7 +235,10 @@ mod tests {
         // With the most index bits, one generation bit is left.
         assert_eq!(encode(1, 3, MAX_BITS), (1 << 9) | (1 << 8));
         assert_eq!(index_of(0x1234_56ab, 32 - 16), 0x1234);
-        assert_eq!(index_of(encode(0x7f_ffff, 0, MAX_BITS), 32 - MAX_BITS), 0x7f_ffff);
+        assert_eq!(
+            index_of(encode(0x7f_ffff, 0, MAX_BITS), 32 - MAX_BITS),
+            0x7f_ffff
+        );
     }
 
     #[test]
@@ -284,11 +296,20 @@ mod tests {
     fn segment_positions() {
         let shift = PAGE_SHIFT as u8;
         assert_eq!(locate_uniform(0, shift), SegPos { m: 0, n: 0, off: 0 });
-        assert_eq!(locate_uniform(PAGE_SIZE + 5, shift), SegPos { m: 0, n: 1, off: 5 });
-        assert_eq!(locate_uniform(SEGSZ * PAGE_SIZE + 7, shift), SegPos { m: 1, n: 0, off: 7 });
+        assert_eq!(
+            locate_uniform(PAGE_SIZE + 5, shift),
+            SegPos { m: 0, n: 1, off: 5 }
+        );
+        assert_eq!(
+            locate_uniform(SEGSZ * PAGE_SIZE + 7, shift),
+            SegPos { m: 1, n: 0, off: 7 }
+        );
         // Segments of 10 bytes in a map of one array.
         let one_array = |m: usize, _n: usize| (m == 0).then_some(10);
-        assert_eq!(locate_walk(25, one_array), Some(SegPos { m: 0, n: 2, off: 5 }));
+        assert_eq!(
+            locate_walk(25, one_array),
+            Some(SegPos { m: 0, n: 2, off: 5 })
+        );
         assert_eq!(locate_walk(10 * SEGSZ, one_array), None);
         // An unmapped (all zero) map is walked to its end and refused.
         assert_eq!(locate_walk(0, |m, _| (m == 0).then_some(0)), None);

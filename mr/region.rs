@@ -32,7 +32,8 @@ use crate::bindings;
 pub(crate) const SEGSZ: usize = PAGE_SIZE / size_of::<bindings::rvt_seg>();
 
 // bindgen cannot evaluate RVT_SEGSZ; the array type it sized is the check.
-const _: () = assert!(size_of::<bindings::rvt_segarray>() == SEGSZ * size_of::<bindings::rvt_seg>());
+const _: () =
+    assert!(size_of::<bindings::rvt_segarray>() == SEGSZ * size_of::<bindings::rvt_seg>());
 
 /// The segment at (`m`, `n`) of `mr`'s map, if the map has array `m`: the one place that
 /// walks a region's map of `mapsz` arrays of `RVT_SEGSZ` segments.
@@ -91,7 +92,10 @@ pub(super) fn locate_uniform(off: usize, page_shift: u8) -> SegPos {
 /// The position of `off` in a map of segments of any length, walking from the start as C
 /// does. `seg_len(m, n)` is `None` past the end of the map, where the walk gives up (C would
 /// read past the map; only an MR with nothing mapped gets there).
-pub(super) fn locate_walk(mut off: usize, seg_len: impl Fn(usize, usize) -> Option<usize>) -> Option<SegPos> {
+pub(super) fn locate_walk(
+    mut off: usize,
+    seg_len: impl Fn(usize, usize) -> Option<usize>,
+) -> Option<SegPos> {
     let (mut m, mut n) = (0, 0);
     loop {
         let len = seg_len(m, n)?;
@@ -180,7 +184,12 @@ impl Mregion {
     ///
     /// `mr` is a zeroed region whose map has room for `segarrays(count)` arrays, exclusively
     /// the caller's. On failure it is left as [`Mregion::deinit`] leaves it.
-    pub(super) unsafe fn init(mr: *mut bindings::rvt_mregion, pd: *mut bindings::ib_pd, count: c_int, node: c_int) -> Result {
+    pub(super) unsafe fn init(
+        mr: *mut bindings::rvt_mregion,
+        pd: *mut bindings::ib_pd,
+        count: c_int,
+        node: c_int,
+    ) -> Result {
         // SAFETY: exclusively ours (caller's guarantee).
         unsafe { (*mr).mapsz = 0 };
         // SAFETY: as above; on failure `deinit` frees what was allocated.
@@ -301,7 +310,9 @@ impl Mregion {
     /// Waits up to `timeout` jiffies for the last reference to go; false if it did not.
     pub(super) fn wait_unused(&self, timeout: kernel::time::Jiffies) -> bool {
         // SAFETY: `comp` was initialised by `init` and lives as long as the region.
-        unsafe { bindings::wait_for_completion_timeout(&raw mut (*self.as_raw()).comp, timeout) != 0 }
+        unsafe {
+            bindings::wait_for_completion_timeout(&raw mut (*self.as_raw()).comp, timeout) != 0
+        }
     }
 
     pub(super) fn lkey(&self) -> u32 {
@@ -348,7 +359,9 @@ impl Mregion {
         // SAFETY: alive (type invariant); `lkey_published` is a u8 written under the lkey
         // table lock, read here racily as C's READ_ONCE does.
         // ORDERING: Relaxed, as READ_ONCE: the slot load that found the region orders it.
-        unsafe { Atomic::from_ptr((&raw mut (*self.as_raw()).lkey_published).cast::<i8>()) }.load(Relaxed) != 0
+        unsafe { Atomic::from_ptr((&raw mut (*self.as_raw()).lkey_published).cast::<i8>()) }
+            .load(Relaxed)
+            != 0
     }
 
     /// Sets `lkey_published`.
@@ -401,7 +414,12 @@ impl Mregion {
 
     /// Points `sge` at offset `pos` of the region, for an SGE of `sge_length` bytes; the SGE
     /// takes over the reference `mr`.
-    pub(super) fn fill_sge(mr: ARef<Self>, sge: &mut bindings::rvt_sge, pos: SegPos, sge_length: u32) -> Result {
+    pub(super) fn fill_sge(
+        mr: ARef<Self>,
+        sge: &mut bindings::rvt_sge,
+        pos: SegPos,
+        sge_length: u32,
+    ) -> Result {
         let seg = mr.seg(pos.m, pos.n).ok_or(EINVAL)?;
         sge.vaddr = seg.vaddr.wrapping_byte_add(pos.off);
         // CAST: as C's size_t-to-u32 assignment.

@@ -35,7 +35,10 @@ fn into_ib(mr: Result<NewMr>) -> *mut bindings::ib_mr {
 /// # Safety
 ///
 /// Called by ib_core with a live PD of one of our devices.
-pub(crate) unsafe extern "C" fn get_dma_mr(pd: *mut bindings::ib_pd, acc: c_int) -> *mut bindings::ib_mr {
+pub(crate) unsafe extern "C" fn get_dma_mr(
+    pd: *mut bindings::ib_pd,
+    acc: c_int,
+) -> *mut bindings::ib_mr {
     // SAFETY: ib_core passes a live PD of one of our devices, allocated with `size_ib_pd`,
     // so the head of an `rvt_pd`.
     if unsafe { (*pd.cast::<bindings::rvt_pd>()).user } {
@@ -72,7 +75,12 @@ pub(crate) unsafe extern "C" fn reg_user_mr(
     // and the flags and pins the pages. CAST: u64 and unsigned long/size_t are the same
     // width on the 64-bit targets rdmavt builds for, as C's implicit conversions.
     let umem = match from_err_ptr(unsafe {
-        bindings::rdmavt_rs_ib_umem_get_va((*pd).device, start as usize, length as usize, mr_access_flags)
+        bindings::rdmavt_rs_ib_umem_get_va(
+            (*pd).device,
+            start as usize,
+            length as usize,
+            mr_access_flags,
+        )
     }) {
         Ok(umem) => umem,
         Err(e) => return e.to_ptr(),
@@ -263,7 +271,10 @@ fn check_refs(mr: &Mregion, caller: &str) -> Result {
 /// # Safety
 ///
 /// Called by ib_core with one of our MRs, which nobody uses to post new work any more.
-pub(crate) unsafe extern "C" fn dereg_mr(ibmr: *mut bindings::ib_mr, _udata: *mut bindings::ib_udata) -> c_int {
+pub(crate) unsafe extern "C" fn dereg_mr(
+    ibmr: *mut bindings::ib_mr,
+    _udata: *mut bindings::ib_udata,
+) -> c_int {
     // SAFETY: ib_core passes one of our MRs, which stays until we free it below.
     let mr = unsafe { Mr::from_ib(ibmr) };
     let region = mr.region();

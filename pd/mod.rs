@@ -19,10 +19,18 @@ fn pd_count(dev: &Device) -> Guarded<'_, c_int> {
 /// # Safety
 ///
 /// Only ib_core calls this, through `RVT_DEV_OPS`, with live objects of one of our devices.
-pub(crate) unsafe extern "C" fn alloc_pd(ibpd: *mut bindings::ib_pd, udata: *mut bindings::ib_udata) -> c_int {
+pub(crate) unsafe extern "C" fn alloc_pd(
+    ibpd: *mut bindings::ib_pd,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
     // SAFETY: ib_core passes a PD of one of our devices, allocated with `size_ib_pd`, so it is
     // the head of an `rvt_pd`.
-    let (dev, pd) = unsafe { (Device::from_ib((*ibpd).device), ibpd.cast::<bindings::rvt_pd>()) };
+    let (dev, pd) = unsafe {
+        (
+            Device::from_ib((*ibpd).device),
+            ibpd.cast::<bindings::rvt_pd>(),
+        )
+    };
     {
         let mut count = pd_count(dev);
         // As in C, the signed count compares as unsigned with the limit.
@@ -41,7 +49,10 @@ pub(crate) unsafe extern "C" fn alloc_pd(ibpd: *mut bindings::ib_pd, udata: *mut
 /// # Safety
 ///
 /// Only ib_core calls this, through `RVT_DEV_OPS`, with live objects of one of our devices.
-pub(crate) unsafe extern "C" fn dealloc_pd(ibpd: *mut bindings::ib_pd, _udata: *mut bindings::ib_udata) -> c_int {
+pub(crate) unsafe extern "C" fn dealloc_pd(
+    ibpd: *mut bindings::ib_pd,
+    _udata: *mut bindings::ib_udata,
+) -> c_int {
     // SAFETY: ib_core passes a live PD of one of our devices.
     let dev = unsafe { Device::from_ib((*ibpd).device) };
     *pd_count(dev) -= 1;

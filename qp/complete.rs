@@ -27,11 +27,11 @@ pub(crate) static ib_rvt_state_ops: [c_int; STATES] = {
     const RECV: u32 = bindings::RVT_POST_RECV_OK | bindings::RVT_PROCESS_RECV_OK;
     const SEND: u32 = bindings::RVT_POST_SEND_OK | bindings::RVT_PROCESS_SEND_OK;
     [
-        0,                                                                        // RESET
-        bindings::RVT_POST_RECV_OK as c_int,                                      // INIT
-        RECV as c_int,                                                            // RTR
-        (RECV | SEND | bindings::RVT_PROCESS_NEXT_SEND_OK) as c_int,              // RTS
-        (RECV | SEND) as c_int,                                                   // SQD
+        0,                                                                       // RESET
+        bindings::RVT_POST_RECV_OK as c_int,                                     // INIT
+        RECV as c_int,                                                           // RTR
+        (RECV | SEND | bindings::RVT_PROCESS_NEXT_SEND_OK) as c_int,             // RTS
+        (RECV | SEND) as c_int,                                                  // SQD
         (RECV | bindings::RVT_POST_SEND_OK | bindings::RVT_FLUSH_SEND) as c_int, // SQE
         (bindings::RVT_POST_RECV_OK
             | bindings::RVT_FLUSH_RECV
@@ -46,7 +46,10 @@ const _: () = {
     fn same_element<T, const N: usize, const M: usize>(_: *const [T; N], _: *const [T; M]) {}
     #[expect(dead_code, reason = "only type-checked")]
     fn check() {
-        same_element(&raw const bindings::ib_rvt_state_ops, &raw const ib_rvt_state_ops);
+        same_element(
+            &raw const bindings::ib_rvt_state_ops,
+            &raw const ib_rvt_state_ops,
+        );
     }
 };
 
@@ -101,7 +104,13 @@ impl Qp {
     /// `rvt_send_cq`: a send completion. A full CQ puts the QP in the error state, as in C,
     /// which needs `r_lock` too: C's contract for `rvt_send_complete` is that the caller holds
     /// it (lockdep checks it, here as in C).
-    fn send_cq(&self, wr_id: u64, byte_len: u32, opcode: bindings::ib_wc_opcode, status: bindings::ib_wc_status) {
+    fn send_cq(
+        &self,
+        wr_id: u64,
+        byte_len: u32,
+        opcode: bindings::ib_wc_opcode,
+        status: bindings::ib_wc_status,
+    ) {
         let ibqp = self.ibqp();
         // SAFETY: all-zero is a valid `ib_wc` (C integers, enums whose zero is a value, null
         // pointers). `send_cq` is a live CQ of ours, fixed at creation; `rvt_error_qp` is
@@ -115,7 +124,10 @@ impl Qp {
             wc.byte_len = byte_len;
             let solicited = status != bindings::ib_wc_status::IB_WC_SUCCESS;
             if !bindings::rvt_cq_enter((*ibqp).send_cq.cast(), &mut wc, solicited) {
-                super::error::rvt_error_qp(self.as_raw(), bindings::ib_wc_status::IB_WC_LOC_QP_OP_ERR);
+                super::error::rvt_error_qp(
+                    self.as_raw(),
+                    bindings::ib_wc_status::IB_WC_LOC_QP_OP_ERR,
+                );
             }
         }
     }
@@ -126,7 +138,12 @@ impl Qp {
     /// # Safety
     ///
     /// As [`Qp::complete_swqe`].
-    pub(crate) unsafe fn send_complete(&self, s: &mut SendGuard<'_>, wqe: *mut bindings::rvt_swqe, status: bindings::ib_wc_status) {
+    pub(crate) unsafe fn send_complete(
+        &self,
+        s: &mut SendGuard<'_>,
+        wqe: *mut bindings::rvt_swqe,
+        status: bindings::ib_wc_status,
+    ) {
         if state_ops(s.state()) & bindings::RVT_PROCESS_OR_FLUSH_SEND == 0 {
             return;
         }
@@ -198,7 +215,10 @@ c_export!(rvt_comm_est);
 /// `qp` is a live QP of ours whose `r_lock` the caller (the receive path) holds, and not its
 /// `s_lock`.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn rvt_rc_error(qp: *mut bindings::rvt_qp, err: bindings::ib_wc_status) {
+pub(crate) unsafe extern "C" fn rvt_rc_error(
+    qp: *mut bindings::rvt_qp,
+    err: bindings::ib_wc_status,
+) {
     // SAFETY: a live QP of ours (caller's guarantee).
     let qp = unsafe { Qp::from_raw(qp) };
     // SAFETY: the caller holds `r_lock` for the whole call.
@@ -213,7 +233,6 @@ pub(crate) unsafe extern "C" fn rvt_rc_error(qp: *mut bindings::rvt_qp, err: bin
 }
 c_export!(rvt_rc_error);
 
-
 impl Qp {
     /// `rvt_qp_mr_clean`: a QP that still references `lkey` (receive state, unfinished sends,
     /// RDMA read responses) goes to the error state, which drops those references. The
@@ -225,10 +244,15 @@ impl Qp {
         }
         let mut locks = self.lock_all();
         let state = locks.s.state();
-        let stopped = state == bindings::ib_qp_state::IB_QPS_ERR.0 || state == bindings::ib_qp_state::IB_QPS_RESET.0;
+        let stopped = state == bindings::ib_qp_state::IB_QPS_ERR.0
+            || state == bindings::ib_qp_state::IB_QPS_RESET.0;
         let mut outcome = ErrorOutcome::Done;
         if !stopped && self.references_lkey(&locks.r, &locks.h, &locks.s, lkey) {
-            outcome = self.error(&mut locks.r, &mut locks.s, bindings::ib_wc_status::IB_WC_LOC_PROT_ERR);
+            outcome = self.error(
+                &mut locks.r,
+                &mut locks.s,
+                bindings::ib_wc_status::IB_WC_LOC_PROT_ERR,
+            );
         }
         drop(locks);
         if outcome == ErrorOutcome::LastWqe {
@@ -238,7 +262,13 @@ impl Qp {
 
     /// Whether the receive state, a send WQE not yet completed, the RDMA read MR or the ack
     /// queue references `lkey`. The caller holds all three locks.
-    fn references_lkey(&self, r: &RecvGuard<'_>, h: &PostGuard<'_>, s: &SendGuard<'_>, lkey: u32) -> bool {
+    fn references_lkey(
+        &self,
+        r: &RecvGuard<'_>,
+        h: &PostGuard<'_>,
+        s: &SendGuard<'_>,
+        lkey: u32,
+    ) -> bool {
         let mut r_sge = r.r_sge();
         // SAFETY: with all three locks held, nothing changes the SGE states, the WQEs between
         // `s_last` and `s_head`, the RDMA read MR or the ack queue; every SGE in use holds a
@@ -275,7 +305,11 @@ impl Qp {
         // `max_rdma_atomic + 1` entries, each holding a region reference while in use.
         unsafe {
             let acks = (*self.as_raw()).s_ack_queue;
-            let entries = if acks.is_null() { 0 } else { usize::from(self.device().dparms().max_rdma_atomic) + 1 };
+            let entries = if acks.is_null() {
+                0
+            } else {
+                usize::from(self.device().dparms().max_rdma_atomic) + 1
+            };
             (0..entries).any(|i| bindings::rvt_mr_has_lkey((*acks.add(i)).rdma_sge.mr, lkey))
         }
     }

@@ -15,7 +15,13 @@ use super::{
     qpn::{self, QpnRequest, AIP_QP_BASE},
     Qp,
 };
-use crate::{bindings, device::Device, krwq::{self, ring::rwqe_size}, lock::spin_lock_init, mmap::MmapInfo};
+use crate::{
+    bindings,
+    device::Device,
+    krwq::{self, ring::rwqe_size},
+    lock::spin_lock_init,
+    mmap::MmapInfo,
+};
 
 /// `RC_QP_SCALING_INTERVAL`: RC QPs per extra jiffy of retry timeout (`busy_jiffies`).
 const RC_QP_SCALING_INTERVAL: u32 = 5;
@@ -58,7 +64,11 @@ struct Shape {
 }
 
 /// C's checks of the request, in C's order (so the same request fails with the same errno).
-fn check_request(dev: &Device, ibqp: *mut bindings::ib_qp, init: &bindings::ib_qp_init_attr) -> Result<Shape> {
+fn check_request(
+    dev: &Device,
+    ibqp: *mut bindings::ib_qp,
+    init: &bindings::ib_qp_init_attr,
+) -> Result<Shape> {
     let props = &dev.dparms().props;
     let cap = &init.cap;
     let netdev_use = bindings::ib_qp_create_flags_IB_QP_CREATE_NETDEV_USE as u32;
@@ -73,10 +83,15 @@ fn check_request(dev: &Device, ibqp: *mut bindings::ib_qp, init: &bindings::ib_q
             return Err(EINVAL);
         }
         // Widened so that four u32 limits cannot wrap to zero.
-        let total = [cap.max_send_sge, cap.max_send_wr, cap.max_recv_sge, cap.max_recv_wr]
-            .iter()
-            .map(|&v| u64::from(v))
-            .sum::<u64>();
+        let total = [
+            cap.max_send_sge,
+            cap.max_send_wr,
+            cap.max_recv_sge,
+            cap.max_recv_wr,
+        ]
+        .iter()
+        .map(|&v| u64::from(v))
+        .sum::<u64>();
         if total == 0 {
             return Err(EINVAL);
         }
@@ -136,7 +151,11 @@ struct Progress {
 }
 
 impl Qp {
-    fn create(&self, init: &mut bindings::ib_qp_init_attr, udata: *mut bindings::ib_udata) -> Result {
+    fn create(
+        &self,
+        init: &mut bindings::ib_qp_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> Result {
         let dev = self.device();
         let shape = check_request(dev, self.ibqp(), init)?;
         let mut progress = Progress::default();
@@ -186,10 +205,16 @@ impl Qp {
     }
 
     /// The send queue, the receive SGE list, RC's ack queue and the timers.
-    fn alloc_queues(&self, dev: &Device, init: &bindings::ib_qp_init_attr, shape: &Shape) -> Result {
+    fn alloc_queues(
+        &self,
+        dev: &Device,
+        init: &bindings::ib_qp_init_attr,
+        shape: &Shape,
+    ) -> Result {
         let node = dev.dparms().node;
         let qp = self.as_raw();
-        let slot = size_of::<bindings::rvt_swqe>() + init.cap.max_send_sge as usize * size_of::<bindings::rvt_sge>();
+        let slot = size_of::<bindings::rvt_swqe>()
+            + init.cap.max_send_sge as usize * size_of::<bindings::rvt_sge>();
         let sq_bytes = slot.checked_mul(shape.sq_slots as usize).ok_or(ENOMEM)?;
         // SAFETY: a plain allocation.
         let swq = unsafe { bindings::rdmavt_rs_vzalloc_node(sq_bytes, node) };
@@ -233,7 +258,12 @@ impl Qp {
 
     /// The receive queue of a QP without SRQ: a kernel ring, or for user space the ring it
     /// will mmap.
-    fn alloc_rq(&self, dev: &Device, init: &bindings::ib_qp_init_attr, udata: *mut bindings::ib_udata) -> Result {
+    fn alloc_rq(
+        &self,
+        dev: &Device,
+        init: &bindings::ib_qp_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> Result {
         let rq = self.rq();
         let size = init.cap.max_recv_wr + 1;
         let max_sge = init.cap.max_recv_sge;
@@ -242,7 +272,9 @@ impl Qp {
             (*rq).size = size;
             (*rq).max_sge = max_sge as u8;
         }
-        let bytes = rwqe_size(max_sge).checked_mul(size as usize).ok_or(ENOMEM)?;
+        let bytes = rwqe_size(max_sge)
+            .checked_mul(size as usize)
+            .ok_or(ENOMEM)?;
         let bytes = u32::try_from(bytes).map_err(|_| ENOMEM)?;
         // SAFETY: `rq` is the QP's zeroed receive queue, ours alone; `max_sge` is set.
         unsafe { krwq::alloc(rq, bytes, dev.dparms().node, !udata.is_null()) }
@@ -286,7 +318,8 @@ impl Qp {
 
     /// A QP number, the port, and the reset state's fields.
     fn number(&self, dev: &Device, init: &bindings::ib_qp_init_attr) -> Result {
-        let aip = init.create_flags & bindings::ib_qp_create_flags_IB_QP_CREATE_NETDEV_USE as u32 != 0;
+        let aip =
+            init.create_flags & bindings::ib_qp_create_flags_IB_QP_CREATE_NETDEV_USE as u32 != 0;
         let req = QpnRequest {
             qp_type: init.qp_type,
             port_num: init.port_num,
@@ -417,11 +450,18 @@ struct QpCounts<'a> {
 fn with_qp_counts<R>(dev: &Device, f: impl FnOnce(QpCounts<'_>) -> R) -> R {
     let rdi = dev.as_raw();
     // SAFETY: `n_qps_lock` is initialised at registration and protects the counts.
-    let _guard = unsafe { crate::lock::lock_raw::<kernel::sync::lock::spinlock::SpinLockBackend>(&raw mut (*rdi).n_qps_lock) };
+    let _guard = unsafe {
+        crate::lock::lock_raw::<kernel::sync::lock::spinlock::SpinLockBackend>(
+            &raw mut (*rdi).n_qps_lock,
+        )
+    };
     // SAFETY: the counts and `busy_jiffies` are protected by `n_qps_lock`, held; the borrows
     // end before it is released.
     unsafe {
-        let r = f(QpCounts { allocated: &mut (*rdi).n_qps_allocated, rc: &mut (*rdi).n_rc_qps });
+        let r = f(QpCounts {
+            allocated: &mut (*rdi).n_qps_allocated,
+            rc: &mut (*rdi).n_rc_qps,
+        });
         (*rdi).busy_jiffies = (*rdi).n_rc_qps / RC_QP_SCALING_INTERVAL;
         r
     }

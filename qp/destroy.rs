@@ -14,7 +14,10 @@ use crate::bindings;
 /// # Safety
 ///
 /// Only ib_core calls this, through `RVT_DEV_OPS`, with a live QP of ours, once.
-pub(crate) unsafe extern "C" fn destroy_qp(ibqp: *mut bindings::ib_qp, _udata: *mut bindings::ib_udata) -> c_int {
+pub(crate) unsafe extern "C" fn destroy_qp(
+    ibqp: *mut bindings::ib_qp,
+    _udata: *mut bindings::ib_udata,
+) -> c_int {
     // SAFETY: ib_core passes a live QP of ours.
     let qp = unsafe { Qp::from_ib(ibqp) };
     qp.reset();
@@ -75,7 +78,11 @@ impl Qp {
             attr.dest_qp_num = (*qp).remote_qpn;
             attr.qp_access_flags = c_int::from((*qp).qp_access_flags);
             attr.cap.max_send_wr = (*qp).s_size - 1 - u32::from(parms.reserved_operations);
-            attr.cap.max_recv_wr = if (*ibqp).srq.is_null() { (*qp).r_rq.size - 1 } else { 0 };
+            attr.cap.max_recv_wr = if (*ibqp).srq.is_null() {
+                (*qp).r_rq.size - 1
+            } else {
+                0
+            };
             attr.cap.max_send_sge = u32::from((*qp).s_max_sge);
             attr.cap.max_recv_sge = u32::from((*qp).r_rq.max_sge);
             attr.cap.max_inline_data = 0;

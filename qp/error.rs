@@ -19,7 +19,12 @@ pub(crate) enum ErrorOutcome {
 
 impl Qp {
     /// Moves the QP to the error state, with both locks C requires held.
-    pub(crate) fn error(&self, r: &mut RecvGuard<'_>, s: &mut SendGuard<'_>, err: bindings::ib_wc_status) -> ErrorOutcome {
+    pub(crate) fn error(
+        &self,
+        r: &mut RecvGuard<'_>,
+        s: &mut SendGuard<'_>,
+        err: bindings::ib_wc_status,
+    ) -> ErrorOutcome {
         let err_state = bindings::ib_qp_state::IB_QPS_ERR.0;
         let reset = bindings::ib_qp_state::IB_QPS_RESET.0;
         let state = s.state();
@@ -79,7 +84,10 @@ impl Qp {
 /// `qp` is a live QP of ours, and the caller holds its `r_lock` and `s_lock` with interrupts
 /// disabled (lockdep checks it, as in C).
 #[no_mangle]
-pub(crate) unsafe extern "C" fn rvt_error_qp(qp: *mut bindings::rvt_qp, err: bindings::ib_wc_status) -> c_int {
+pub(crate) unsafe extern "C" fn rvt_error_qp(
+    qp: *mut bindings::rvt_qp,
+    err: bindings::ib_wc_status,
+) -> c_int {
     // SAFETY: a live QP of ours (caller's guarantee).
     let qp = unsafe { Qp::from_raw(qp) };
     // SAFETY: the caller holds both locks during the call (lockdep checks it).

@@ -97,7 +97,10 @@ c_export!(rvt_qp_iter_next);
 /// # Safety
 ///
 /// Inside RCU; `prev` is NULL or a QP reached by this walk; `iter.n` is a valid position.
-unsafe fn slot_after(iter: &bindings::rvt_qp_iter, prev: *mut bindings::rvt_qp) -> *mut bindings::rvt_qp {
+unsafe fn slot_after(
+    iter: &bindings::rvt_qp_iter,
+    prev: *mut bindings::rvt_qp,
+) -> *mut bindings::rvt_qp {
     // SAFETY: the caller's guarantee. ORDERING: Acquire pairs with the Release stores that
     // publish a QP (qp/qpn.rs), so its fields are visible once the pointer is.
     unsafe {
@@ -111,7 +114,9 @@ unsafe fn slot_after(iter: &bindings::rvt_qp_iter, prev: *mut bindings::rvt_qp) 
             };
             &raw mut (*port.as_raw()).qp[(iter.n & 1) as usize]
         } else {
-            (*(*iter.rdi).qp_dev).qp_table.add((iter.n - iter.specials) as usize)
+            (*(*iter.rdi).qp_dev)
+                .qp_table
+                .add((iter.n - iter.specials) as usize)
         };
         atomic_load(slot, Acquire)
     }
@@ -124,7 +129,11 @@ unsafe fn slot_after(iter: &bindings::rvt_qp_iter, prev: *mut bindings::rvt_qp) 
 ///
 /// `rdi` is a registered device of ours; `cb` is a valid callback.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn rvt_qp_iter(rdi: *mut bindings::rvt_dev_info, v: u64, cb: Callback) {
+pub(crate) unsafe extern "C" fn rvt_qp_iter(
+    rdi: *mut bindings::rvt_dev_info,
+    v: u64,
+    cb: Callback,
+) {
     // SAFETY: the caller's guarantee.
     let mut iter = unsafe { start(rdi, v, cb) };
     let Some(cb) = cb else { return };

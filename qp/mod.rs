@@ -38,10 +38,10 @@ mod destroy;
 mod engine;
 mod error;
 mod fields;
+mod iter;
 mod modify;
 mod post_tests;
 mod qpn;
-mod iter;
 mod recv;
 mod reset;
 mod send;
@@ -171,7 +171,9 @@ impl Qp {
     /// The caller holds `r_lock` for as long as the returned guard lives.
     pub(crate) unsafe fn assume_r_locked(&self) -> ManuallyDrop<RecvGuard<'_>> {
         // SAFETY: `r_lock` is initialised (type invariant) and held (caller's guarantee).
-        ManuallyDrop::new(RecvGuard(unsafe { QpGuard::assume(self, &raw mut (*self.as_raw()).r_lock) }))
+        ManuallyDrop::new(RecvGuard(unsafe {
+            QpGuard::assume(self, &raw mut (*self.as_raw()).r_lock)
+        }))
     }
 
     /// A [`SendGuard`] for an `s_lock` the caller already holds; see [`Qp::assume_r_locked`].
@@ -181,7 +183,9 @@ impl Qp {
     /// The caller holds `s_lock` for as long as the returned guard lives.
     pub(crate) unsafe fn assume_s_locked(&self) -> ManuallyDrop<SendGuard<'_>> {
         // SAFETY: `s_lock` is initialised (type invariant) and held (caller's guarantee).
-        ManuallyDrop::new(SendGuard(unsafe { QpGuard::assume(self, &raw mut (*self.as_raw()).s_lock) }))
+        ManuallyDrop::new(SendGuard(unsafe {
+            QpGuard::assume(self, &raw mut (*self.as_raw()).s_lock)
+        }))
     }
 }
 
@@ -296,7 +300,9 @@ impl RecvGuard<'_> {
 /// (`IB_QPS_*`); none for a value that is no state. (bindgen declares the exported C array
 /// with length 0, so Rust reads the table through this.)
 pub(crate) fn state_ops(state: u32) -> u32 {
-    complete::ib_rvt_state_ops.get(state as usize).map_or(0, |&ops| ops as u32)
+    complete::ib_rvt_state_ops
+        .get(state as usize)
+        .map_or(0, |&ops| ops as u32)
 }
 
 /// `rvt_timeout_to_jiffies()`: the IB local ACK timeout, 4.096 us << `timeout`, in jiffies

@@ -35,7 +35,9 @@ fn dlid(ah: &bindings::rdma_ah_attr) -> u32 {
     // SAFETY: the union member read is the one `type_` says is in use.
     unsafe {
         match ah.type_ {
-            bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_IB => u32::from(ah.__bindgen_anon_1.ib.dlid),
+            bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_IB => {
+                u32::from(ah.__bindgen_anon_1.ib.dlid)
+            }
             bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_OPA => ah.__bindgen_anon_1.opa.dlid,
             _ => 0,
         }
@@ -63,7 +65,12 @@ pub(crate) unsafe extern "C" fn modify_qp(
 }
 
 impl Qp {
-    fn modify(&self, attr: &mut bindings::ib_qp_attr, mask: c_int, udata: *mut bindings::ib_udata) -> Result {
+    fn modify(
+        &self,
+        attr: &mut bindings::ib_qp_attr,
+        mask: c_int,
+        udata: *mut bindings::ib_udata,
+    ) -> Result {
         if mask as u32 & !bindings::ib_qp_attr_mask_IB_QP_ATTR_STANDARD_BITS != 0 {
             return Err(EOPNOTSUPP);
         }
@@ -101,7 +108,11 @@ impl Qp {
         } else {
             locks.s.state()
         };
-        let new = if has(mask, bindings::ib_qp_attr_mask_IB_QP_STATE) { attr.qp_state.0 } else { cur };
+        let new = if has(mask, bindings::ib_qp_attr_mask_IB_QP_STATE) {
+            attr.qp_state.0
+        } else {
+            cur
+        };
         // SAFETY: a pure check of the IB state machine table.
         let ok = unsafe {
             bindings::ib_modify_qp_is_ok(
@@ -136,10 +147,17 @@ impl Qp {
         {
             return Err(EINVAL);
         }
-        if new == bindings::ib_qp_state::IB_QPS_SQE.0 && self.qp_type() == bindings::ib_qp_type::IB_QPT_RC {
+        if new == bindings::ib_qp_state::IB_QPS_SQE.0
+            && self.qp_type() == bindings::ib_qp_type::IB_QPT_RC
+        {
             return Err(EINVAL);
         }
-        Ok(Plan { cur, new, pmtu, migrate })
+        Ok(Plan {
+            cur,
+            new,
+            pmtu,
+            migrate,
+        })
     }
 
     /// The primary and alternate address vectors and P_Key indices.
@@ -174,7 +192,9 @@ impl Qp {
                 return Err(EINVAL);
             }
         }
-        if has(mask, bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX) && u32::from(attr.pkey_index) >= npkeys {
+        if has(mask, bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX)
+            && u32::from(attr.pkey_index) >= npkeys
+        {
             return Err(EINVAL);
         }
         Ok(())
@@ -182,8 +202,10 @@ impl Qp {
 
     /// The numeric limits of the IB spec and of the device.
     fn check_limits(&self, dev: &Device, attr: &bindings::ib_qp_attr, mask: c_int) -> Result {
-        let bad = (has(mask, bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER) && attr.min_rnr_timer > 31)
-            || (has(mask, bindings::ib_qp_attr_mask_IB_QP_PORT) && self.bad_port(dev, attr.port_num))
+        let bad = (has(mask, bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER)
+            && attr.min_rnr_timer > 31)
+            || (has(mask, bindings::ib_qp_attr_mask_IB_QP_PORT)
+                && self.bad_port(dev, attr.port_num))
             || (has(mask, bindings::ib_qp_attr_mask_IB_QP_DEST_QPN) && attr.dest_qp_num > QPN_MASK)
             || (has(mask, bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT) && attr.retry_cnt > 7)
             || (has(mask, bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY) && attr.rnr_retry > 7);
@@ -199,7 +221,10 @@ impl Qp {
         let t = self.qp_type();
         // SAFETY: `phys_port_cnt` of a registered device is fixed.
         let ports = unsafe { (*dev.ibdev()).phys_port_cnt };
-        t == bindings::ib_qp_type::IB_QPT_SMI || t == bindings::ib_qp_type::IB_QPT_GSI || port_num == 0 || port_num > ports
+        t == bindings::ib_qp_type::IB_QPT_SMI
+            || t == bindings::ib_qp_type::IB_QPT_GSI
+            || port_num == 0
+            || port_num > ports
     }
 
     /// Automatic path migration: returns whether the request migrates now.
@@ -212,8 +237,14 @@ impl Qp {
         let rts = bindings::ib_qp_state::IB_QPS_RTS.0;
         let sqd = bindings::ib_qp_state::IB_QPS_SQD.0;
         match attr.path_mig_state {
-            bindings::ib_mig_state_IB_MIG_REARM if cur != bindings::ib_mig_state_IB_MIG_ARMED && new == rts => Ok(false),
-            bindings::ib_mig_state_IB_MIG_MIGRATED if cur != bindings::ib_mig_state_IB_MIG_REARM && (new == rts || new == sqd) => {
+            bindings::ib_mig_state_IB_MIG_REARM
+                if cur != bindings::ib_mig_state_IB_MIG_ARMED && new == rts =>
+            {
+                Ok(false)
+            }
+            bindings::ib_mig_state_IB_MIG_MIGRATED
+                if cur != bindings::ib_mig_state_IB_MIG_REARM && (new == rts || new == sqd) =>
+            {
                 Ok(cur == bindings::ib_mig_state_IB_MIG_ARMED)
             }
             _ => Err(EINVAL),
@@ -222,7 +253,11 @@ impl Qp {
 
     /// Moves to the new state. Reset lets go of the locks on the way (see
     /// [`Qp::reset_locked`]), so the locks come back with the outcome.
-    fn change_state<'a>(&'a self, locks: AllLocks<'a>, plan: &Plan) -> (AllLocks<'a>, ErrorOutcome) {
+    fn change_state<'a>(
+        &'a self,
+        locks: AllLocks<'a>,
+        plan: &Plan,
+    ) -> (AllLocks<'a>, ErrorOutcome) {
         let qp = self.as_raw();
         let mut locks = locks;
         let mut outcome = ErrorOutcome::Done;

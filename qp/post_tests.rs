@@ -48,10 +48,18 @@ mod tests {
         let atomic = bindings::RVT_OPERATION_ATOMIC | bindings::RVT_OPERATION_ATOMIC_SGE;
         let mut t = [op(0, 0, 0); OPERATION_MAX as usize];
         t[Op::IB_WR_SEND.0 as usize] = op(size_of::<bindings::ib_send_wr>(), any, 0);
-        t[Op::IB_WR_RDMA_READ.0 as usize] = op(size_of::<bindings::ib_rdma_wr>(), rc, bindings::RVT_OPERATION_ATOMIC);
-        t[Op::IB_WR_ATOMIC_CMP_AND_SWP.0 as usize] = op(size_of::<bindings::ib_atomic_wr>(), rc, atomic);
-        t[Op::IB_WR_LOCAL_INV.0 as usize] =
-            op(size_of::<bindings::ib_send_wr>(), connected, bindings::RVT_OPERATION_LOCAL);
+        t[Op::IB_WR_RDMA_READ.0 as usize] = op(
+            size_of::<bindings::ib_rdma_wr>(),
+            rc,
+            bindings::RVT_OPERATION_ATOMIC,
+        );
+        t[Op::IB_WR_ATOMIC_CMP_AND_SWP.0 as usize] =
+            op(size_of::<bindings::ib_atomic_wr>(), rc, atomic);
+        t[Op::IB_WR_LOCAL_INV.0 as usize] = op(
+            size_of::<bindings::ib_send_wr>(),
+            connected,
+            bindings::RVT_OPERATION_LOCAL,
+        );
         t
     };
 
@@ -78,7 +86,8 @@ mod tests {
 
     impl Fixture {
         fn new() -> Result<Self> {
-            let stride = size_of::<bindings::rvt_swqe>() + usize::from(MAX_SGE) * size_of::<bindings::rvt_sge>();
+            let stride = size_of::<bindings::rvt_swqe>()
+                + usize::from(MAX_SGE) * size_of::<bindings::rvt_sge>();
             let words = (stride * SLOTS as usize).div_ceil(size_of::<u64>());
             let mut swq = KVec::with_capacity(words, GFP_KERNEL)?;
             swq.resize(words, 0u64, GFP_KERNEL)?;
@@ -189,7 +198,10 @@ mod tests {
         }
         // SAFETY: the fixture's QP, used by nobody else.
         unsafe { (*f.raw()).ibqp.qp_type = bindings::ib_qp_type::IB_QPT_UC };
-        assert_eq!(f.post(&mut [wr(Op::IB_WR_RDMA_READ, &mut [], 1)]), (EINVAL_, Some(0)));
+        assert_eq!(
+            f.post(&mut [wr(Op::IB_WR_RDMA_READ, &mut [], 1)]),
+            (EINVAL_, Some(0))
+        );
         assert_eq!(f.head(), 0);
         Ok(())
     }
@@ -199,12 +211,18 @@ mod tests {
         let mut f = Fixture::new()?;
         // Zero-length SGEs are skipped before any lkey check: only the count can fail.
         let mut sges = [sge(0, 0, 0); MAX_SGE as usize + 1];
-        assert_eq!(f.post(&mut [wr(Op::IB_WR_SEND, &mut sges, 1)]), (EINVAL_, Some(0)));
+        assert_eq!(
+            f.post(&mut [wr(Op::IB_WR_SEND, &mut sges, 1)]),
+            (EINVAL_, Some(0))
+        );
         let mut w = wr(Op::IB_WR_SEND, &mut [], 1);
         // C lets a negative count through; rdmavt-rs refuses it.
         w.num_sge = -1;
         assert_eq!(f.post(&mut [w]), (EINVAL_, Some(0)));
-        assert_eq!(f.post(&mut [wr(Op::IB_WR_SEND, &mut sges[..MAX_SGE as usize], 1)]), (0, None));
+        assert_eq!(
+            f.post(&mut [wr(Op::IB_WR_SEND, &mut sges[..MAX_SGE as usize], 1)]),
+            (0, None)
+        );
         assert_eq!(f.head(), 1);
         Ok(())
     }
@@ -215,7 +233,10 @@ mod tests {
         // An unknown key, and key 0 (the DMA MR) on a device without one.
         for lkey in [0x8000_0100, 0] {
             let mut sges = [sge(0x1000, 64, lkey)];
-            assert_eq!(f.post(&mut [wr(Op::IB_WR_SEND, &mut sges, 1)]), (EINVAL_, Some(0)));
+            assert_eq!(
+                f.post(&mut [wr(Op::IB_WR_SEND, &mut sges, 1)]),
+                (EINVAL_, Some(0))
+            );
         }
         // No slot was taken.
         assert_eq!(f.head(), 0);
@@ -241,13 +262,22 @@ mod tests {
         let mut f = Fixture::new()?;
         let cas = |s: &mut [bindings::ib_sge]| wr(Op::IB_WR_ATOMIC_CMP_AND_SWP, s, 1);
         // No RDMA read/atomic credit on the QP.
-        assert_eq!(f.post(&mut [cas(&mut [sge(0x1000, 8, 1)])]), (EINVAL_, Some(0)));
+        assert_eq!(
+            f.post(&mut [cas(&mut [sge(0x1000, 8, 1)])]),
+            (EINVAL_, Some(0))
+        );
         // SAFETY: the fixture's QP, used by nobody else.
         unsafe { (*f.raw()).s_max_rd_atomic = 1 };
         // The result SGE: missing, too short, misaligned.
         assert_eq!(f.post(&mut [cas(&mut [])]), (EINVAL_, Some(0)));
-        assert_eq!(f.post(&mut [cas(&mut [sge(0x1000, 4, 1)])]), (EINVAL_, Some(0)));
-        assert_eq!(f.post(&mut [cas(&mut [sge(0x1004, 8, 1)])]), (EINVAL_, Some(0)));
+        assert_eq!(
+            f.post(&mut [cas(&mut [sge(0x1000, 4, 1)])]),
+            (EINVAL_, Some(0))
+        );
+        assert_eq!(
+            f.post(&mut [cas(&mut [sge(0x1004, 8, 1)])]),
+            (EINVAL_, Some(0))
+        );
         assert_eq!(f.head(), 0);
         Ok(())
     }
@@ -256,14 +286,21 @@ mod tests {
     fn state_and_bad_wr() -> Result {
         let mut f = Fixture::new()?;
         let mut sges = [sge(0, 0, 0); MAX_SGE as usize + 1];
-        let mut list = [wr(Op::IB_WR_SEND, &mut [], 1), wr(Op::IB_WR_SEND, &mut sges, 2), wr(Op::IB_WR_SEND, &mut [], 3)];
+        let mut list = [
+            wr(Op::IB_WR_SEND, &mut [], 1),
+            wr(Op::IB_WR_SEND, &mut sges, 2),
+            wr(Op::IB_WR_SEND, &mut [], 3),
+        ];
         // The first is posted, the second is `bad_wr`, the third is not tried.
         assert_eq!(f.post(&mut list), (EINVAL_, Some(1)));
         assert_eq!(f.head(), 1);
         // SAFETY: the fixture's QP, used by nobody else.
         unsafe { (*f.raw()).state = bindings::ib_qp_state::IB_QPS_INIT.0 as u8 };
         // A state that takes no sends fails the list and, as C, sets no `bad_wr`.
-        assert_eq!(f.post(&mut [wr(Op::IB_WR_SEND, &mut [], 4)]), (EINVAL_, None));
+        assert_eq!(
+            f.post(&mut [wr(Op::IB_WR_SEND, &mut [], 4)]),
+            (EINVAL_, None)
+        );
         // SAFETY: as above.
         unsafe { (*f.raw()).state = bindings::ib_qp_state::IB_QPS_ERR.0 as u8 };
         // The error state takes sends: the send engine flushes them.
@@ -320,19 +357,28 @@ mod tests {
             assert_eq!(f.post(&mut [wr(Op::IB_WR_SEND, &mut [], id)]), (0, None));
         }
         // One slot always stays empty.
-        assert_eq!(f.post(&mut [wr(Op::IB_WR_SEND, &mut [], 9)]), (ENOMEM_, Some(0)));
+        assert_eq!(
+            f.post(&mut [wr(Op::IB_WR_SEND, &mut [], 9)]),
+            (ENOMEM_, Some(0))
+        );
         assert_eq!(f.head(), SLOTS - 1);
         f.complete_one();
         f.complete_one();
         // Two slots free again: the head wraps past the end.
-        let mut list = [wr(Op::IB_WR_SEND, &mut [], 4), wr(Op::IB_WR_SEND, &mut [], 5)];
+        let mut list = [
+            wr(Op::IB_WR_SEND, &mut [], 4),
+            wr(Op::IB_WR_SEND, &mut [], 5),
+        ];
         assert_eq!(f.post(&mut list), (0, None));
         assert_eq!(f.head(), 1);
         // SAFETY: the `wr_id` of a posted SEND is its union member in use.
         let id = |w: &bindings::rvt_swqe| unsafe { w.__bindgen_anon_1.wr.__bindgen_anon_1.wr_id };
         assert_eq!((id(f.slot(3)), f.slot(3).ssn), (4, 4));
         assert_eq!((id(f.slot(0)), f.slot(0).ssn), (5, 5));
-        assert_eq!(f.post(&mut [wr(Op::IB_WR_SEND, &mut [], 6)]), (ENOMEM_, Some(0)));
+        assert_eq!(
+            f.post(&mut [wr(Op::IB_WR_SEND, &mut [], 6)]),
+            (ENOMEM_, Some(0))
+        );
         // SAFETY: the fixture's QP, used by nobody else.
         assert_eq!(unsafe { (*f.raw()).s_last }, 2);
         Ok(())

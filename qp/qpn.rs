@@ -79,7 +79,11 @@ impl QpDev {
     fn bucket(&self, qpn: u32) -> *mut *mut bindings::rvt_qp {
         // SAFETY: valid by the type invariant; `qp_table` has `1 << qp_table_bits` entries
         // and the hash is below that.
-        unsafe { (*self.0).qp_table.add(hash_32(qpn, (*self.0).qp_table_bits) as usize) }
+        unsafe {
+            (*self.0)
+                .qp_table
+                .add(hash_32(qpn, (*self.0).qp_table_bits) as usize)
+        }
     }
 
     /// Takes `qpt_lock`, which serialises the writers of the hash table and the ports'
@@ -299,7 +303,9 @@ pub(super) fn alloc_qpn(dev: &Device, req: &QpnRequest) -> Result<u32> {
         let ret = unsafe { alloc(dev.as_raw(), qpt, req.qp_type, req.port_num) };
         return u32::try_from(ret).map_err(|_| Error::from_errno(ret));
     }
-    if req.qp_type == bindings::ib_qp_type::IB_QPT_SMI || req.qp_type == bindings::ib_qp_type::IB_QPT_GSI {
+    if req.qp_type == bindings::ib_qp_type::IB_QPT_SMI
+        || req.qp_type == bindings::ib_qp_type::IB_QPT_GSI
+    {
         return alloc_special(qpt, req);
     }
     let max_qpn = if req.aip { AIP_QPN_MAX } else { QPN_MAX };
@@ -311,7 +317,9 @@ pub(super) fn alloc_qpn(dev: &Device, req: &QpnRequest) -> Result<u32> {
 fn alloc_special(qpt: *mut bindings::rvt_qpn_table, req: &QpnRequest) -> Result<u32> {
     let gsi = u32::from(req.qp_type == bindings::ib_qp_type::IB_QPT_GSI);
     // create_qp checked that the port exists; ports beyond 16 do not fit the flags.
-    let bit = 1u32.checked_shl(gsi + 2 * (req.port_num - 1)).ok_or(EINVAL)?;
+    let bit = 1u32
+        .checked_shl(gsi + 2 * (req.port_num - 1))
+        .ok_or(EINVAL)?;
     // SAFETY: `qpt->lock` is initialised and protects `flags`.
     let _guard = unsafe { lock_raw::<SpinLockBackend>(&raw mut (*qpt).lock) };
     // SAFETY: `flags` is protected by `qpt->lock`, held.
@@ -385,7 +393,11 @@ unsafe fn scan(qpt: *mut bindings::rvt_qpn_table, max_qpn: u32) -> Option<u32> {
 /// `rvt_free_qpn`: the number is free again.
 pub(super) fn free_qpn(dev: &Device, qpn: u32) {
     let qpt = QpDev::of(dev).qpt();
-    let qpn = if qpn & AIP_QP_PREFIX_MASK == AIP_QP_BASE { qpn & AIP_QP_SUFFIX } else { qpn };
+    let qpn = if qpn & AIP_QP_PREFIX_MASK == AIP_QP_BASE {
+        qpn & AIP_QP_SUFFIX
+    } else {
+        qpn
+    };
     let qpn = qpn & bindings::IB_QPN_MASK;
     let index = (qpn / BITS_PER_PAGE) as usize;
     // SAFETY: `index < QPNMAP_ENTRIES` since `qpn < QPN_MAX`; pages are never freed while
@@ -393,7 +405,9 @@ pub(super) fn free_qpn(dev: &Device, qpn: u32) {
     let page = unsafe { atomic_load(&raw mut (*qpt).map[index].page, Relaxed) };
     if !page.is_null() {
         // SAFETY: a live bitmap page, and the bit is inside it.
-        unsafe { bindings::rdmavt_rs_clear_bit((qpn & BITS_PER_PAGE_MASK) as c_ulong, page.cast()) };
+        unsafe {
+            bindings::rdmavt_rs_clear_bit((qpn & BITS_PER_PAGE_MASK) as c_ulong, page.cast())
+        };
     }
 }
 
@@ -408,7 +422,11 @@ impl Qp {
         let port_num = u32::from(unsafe { (*self.as_raw()).port_num });
         let port = self.device().port(port_num).ok()?;
         // SAFETY: a live port; `qp` has two entries and `qpn <= 1`.
-        Some(unsafe { (&raw mut (*port.as_raw()).qp).cast::<*mut bindings::rvt_qp>().add(qpn as usize) })
+        Some(unsafe {
+            (&raw mut (*port.as_raw()).qp)
+                .cast::<*mut bindings::rvt_qp>()
+                .add(qpn as usize)
+        })
     }
 
     /// `rvt_insert_qp`: makes the QP findable by the receive path; the table holds a

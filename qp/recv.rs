@@ -62,7 +62,10 @@ impl Qp {
     ) -> Result<(), (Error, *const bindings::ib_recv_wr)> {
         // C reads the state without a lock: a post racing with a state change sees either.
         let ops = recv_ops(self.state_unlocked());
-        let Some(rq) = self.own_rq().filter(|_| ops & bindings::RVT_POST_RECV_OK != 0) else {
+        let Some(rq) = self
+            .own_rq()
+            .filter(|_| ops & bindings::RVT_POST_RECV_OK != 0)
+        else {
             return Err((EINVAL, wr));
         };
         let flush = ops & bindings::RVT_FLUSH_RECV != 0;

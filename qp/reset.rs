@@ -31,9 +31,15 @@ impl Qp {
     pub(super) unsafe fn init_reset_state_unlocked(&self, qp_type: bindings::ib_qp_type) {
         let qp = self.as_raw();
         let (s_state, r_state) = if qp_type == bindings::ib_qp_type::IB_QPT_RC {
-            (bindings::IB_OPCODE_RC_SEND_LAST, bindings::IB_OPCODE_RC_SEND_LAST)
+            (
+                bindings::IB_OPCODE_RC_SEND_LAST,
+                bindings::IB_OPCODE_RC_SEND_LAST,
+            )
         } else {
-            (bindings::IB_OPCODE_UC_SEND_LAST, bindings::IB_OPCODE_UC_SEND_LAST)
+            (
+                bindings::IB_OPCODE_UC_SEND_LAST,
+                bindings::IB_OPCODE_UC_SEND_LAST,
+            )
         };
         // SAFETY: the caller guarantees exclusive access to every field written here.
         unsafe {
@@ -101,7 +107,9 @@ impl Qp {
                 unsafe { flush(qp) };
             }
             locks.s.stop_timers();
-            locks.s.clear_flags(bindings::RVT_S_TIMER | bindings::RVT_S_ANY_WAIT);
+            locks
+                .s
+                .clear_flags(bindings::RVT_S_TIMER | bindings::RVT_S_ANY_WAIT);
             drop(locks);
             self.stop_and_unpublish();
             locks = self.lock_all();

@@ -89,9 +89,21 @@ enum Local {
 /// The free slots of a send queue of `size` slots between `head` (next to fill) and `last`
 /// (next to complete), less the always-empty one and the reserved slots not in use:
 /// `rvt_qp_is_avail`'s arithmetic. `None` when nothing is free.
-pub(super) fn free_slots(head: u32, last: u32, size: u32, reserved: u32, reserved_used: u32) -> Option<u32> {
-    let ring = if head >= last { size - (head - last) } else { last - head };
-    let avail = ring.wrapping_sub(1).wrapping_sub(reserved.wrapping_sub(reserved_used));
+pub(super) fn free_slots(
+    head: u32,
+    last: u32,
+    size: u32,
+    reserved: u32,
+    reserved_used: u32,
+) -> Option<u32> {
+    let ring = if head >= last {
+        size - (head - last)
+    } else {
+        last - head
+    };
+    let avail = ring
+        .wrapping_sub(1)
+        .wrapping_sub(reserved.wrapping_sub(reserved_used));
     // As C: the arithmetic is unsigned, a result that went "negative" means full.
     (avail as i32 > 0).then_some(avail)
 }
@@ -106,7 +118,11 @@ impl Qp {
     /// # Safety
     ///
     /// As [`post_send`]'s.
-    unsafe fn post_send(&self, wr: *const bindings::ib_send_wr, bad_wr: *mut *const bindings::ib_send_wr) -> Result {
+    unsafe fn post_send(
+        &self,
+        wr: *const bindings::ib_send_wr,
+        bad_wr: *mut *const bindings::ib_send_wr,
+    ) -> Result {
         let mut h = self.s_hlock();
         // Read without the locks that write it, as C: a request racing with a state change
         // may be posted in the old state, which the send engine then flushes.
@@ -169,7 +185,12 @@ impl Qp {
     ///
     /// `wr` is valid, in kernel memory, embedded in the struct its opcode calls for, with
     /// `num_sge` entries at `sg_list`.
-    unsafe fn post_one(&self, h: &mut PostGuard<'_>, wr: &bindings::ib_send_wr, call_send: &mut bool) -> Result {
+    unsafe fn post_one(
+        &self,
+        h: &mut PostGuard<'_>,
+        wr: &bindings::ib_send_wr,
+        call_send: &mut bool,
+    ) -> Result {
         let dev = self.device();
         // SAFETY: the caller's guarantee.
         let op = unsafe { self.valid_operation(h, dev, wr) }?;
@@ -221,7 +242,12 @@ impl Qp {
     /// # Safety
     ///
     /// As [`Qp::post_one`].
-    unsafe fn valid_operation(&self, h: &PostGuard<'_>, dev: &Device, wr: &bindings::ib_send_wr) -> Result<Operation> {
+    unsafe fn valid_operation(
+        &self,
+        h: &PostGuard<'_>,
+        dev: &Device,
+        wr: &bindings::ib_send_wr,
+    ) -> Result<Operation> {
         let (max_sge, max_rd_atomic) = (self.s_max_sge(), h.s_max_rd_atomic());
         // IB says no SGEs is fine. C compares the int with the u8 and so lets a negative
         // count through; here it is refused.
@@ -245,13 +271,16 @@ impl Qp {
             return Err(EINVAL);
         }
         // SAFETY: the QP's PD is a live PD of ours, the head of an `rvt_pd`.
-        if op.has(bindings::RVT_OPERATION_PRIV) && unsafe { (*(*self.ibqp()).pd.cast::<bindings::rvt_pd>()).user } {
+        let user_pd = unsafe { (*self.pd()).user };
+        if op.has(bindings::RVT_OPERATION_PRIV) && user_pd {
             return Err(EINVAL);
         }
         if op.has(bindings::RVT_OPERATION_ATOMIC_SGE) {
             // SAFETY: `sg_list` has `num_sge` entries (caller's guarantee).
             let first = (num_sge > 0).then(|| unsafe { &*wr.sg_list });
-            if !first.is_some_and(|s| s.length as usize >= size_of::<u64>() && s.addr % size_of::<u64>() as u64 == 0) {
+            if !first.is_some_and(|s| {
+                s.length as usize >= size_of::<u64>() && s.addr % size_of::<u64>() as u64 == 0
+            }) {
                 return Err(EINVAL);
             }
         }
@@ -309,7 +338,8 @@ impl Qp {
             bindings::ib_wr_opcode::IB_WR_LOCAL_INV => {
                 let fence = wr.send_flags & bindings::ib_send_flags_IB_SEND_FENCE != 0;
                 // SAFETY: an atomic_t of the live QP.
-                let pending = unsafe { atomic_load(&raw mut (*qp).local_ops_pending.counter, Relaxed) };
+                let pending =
+                    unsafe { atomic_load(&raw mut (*qp).local_ops_pending.counter, Relaxed) };
                 if fence || pending != 0 {
                     return Ok(Local::Delayed);
                 }
@@ -320,7 +350,11 @@ impl Qp {
             _ => return Err(EINVAL),
         };
         kernel::error::to_result(ret)?;
-        Ok(if signaled { Local::CompletionOnly } else { Local::Done })
+        Ok(if signaled {
+            Local::CompletionOnly
+        } else {
+            Local::Done
+        })
     }
 
     /// `rvt_qp_is_avail`: whether a slot is free for the request (ENOMEM if not), refreshing
@@ -331,7 +365,11 @@ impl Qp {
         // a slot freed by a reserved request is seen with its count dropped.
         smp_mb(Full);
         if reserved_op {
-            return if self.reserved_used() >= reserved { Err(ENOMEM) } else { Ok(()) };
+            return if self.reserved_used() >= reserved {
+                Err(ENOMEM)
+            } else {
+                Ok(())
+            };
         }
         let size = self.s_size();
         if h.s_avail() != 0 {
@@ -340,7 +378,8 @@ impl Qp {
         // The slots before `s_last` were given back by the send engine (see
         // `Qp::s_last_acquire`).
         let last = self.s_last_acquire();
-        let avail = free_slots(h.s_head(), last, size, reserved, self.reserved_used()).ok_or(ENOMEM)?;
+        let avail =
+            free_slots(h.s_head(), last, size, reserved, self.reserved_used()).ok_or(ENOMEM)?;
         *h.s_avail_mut() = avail;
         let max = size.wrapping_sub(1).wrapping_sub(reserved);
         if kernel::warn_on!(avail > max) {
@@ -371,7 +410,13 @@ impl Qp {
     /// # Safety
     ///
     /// `wqe` is a slot of the queue that is ours; `wr` has `op.num_sge` entries at `sg_list`.
-    unsafe fn take_sges(&self, dev: &Device, wqe: *mut bindings::rvt_swqe, wr: &bindings::ib_send_wr, op: &Operation) -> Result {
+    unsafe fn take_sges(
+        &self,
+        dev: &Device,
+        wqe: *mut bindings::rvt_swqe,
+        wr: &bindings::ib_send_wr,
+        op: &Operation,
+    ) -> Result {
         let acc = if wr.opcode.0 >= bindings::ib_wr_opcode::IB_WR_RDMA_READ.0 {
             bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE as c_int
         } else {
@@ -389,7 +434,8 @@ impl Qp {
             }
             // SAFETY: the slot has room for `s_max_sge >= num_sge > stored` SGEs (checked in
             // `valid_operation`), and its first `stored` hold references.
-            let res = add_length(total, sge.length).and_then(|t| Ok((t, unsafe { self.lkey_ok(dev, sg_list, stored, sge, acc) }?)));
+            let res = add_length(total, sge.length)
+                .and_then(|t| Ok((t, unsafe { self.lkey_ok(dev, sg_list, stored, sge, acc) }?)));
             match res {
                 Ok((t, added)) => {
                     total = t;
@@ -418,13 +464,31 @@ impl Qp {
     /// # Safety
     ///
     /// `sg_list` has room beyond `stored` entries, of which the first `stored` hold references.
-    unsafe fn lkey_ok(&self, dev: &Device, sg_list: *mut bindings::rvt_sge, stored: usize, sge: &bindings::ib_sge, acc: c_int) -> Result<usize> {
+    unsafe fn lkey_ok(
+        &self,
+        dev: &Device,
+        sg_list: *mut bindings::rvt_sge,
+        stored: usize,
+        sge: &bindings::ib_sge,
+        acc: c_int,
+    ) -> Result<usize> {
         // SAFETY: the caller's guarantee on `sg_list`; the lkey table is the registered
         // device's and the PD the QP's; `rvt_lkey_ok` only reads `sge`.
         let ret = unsafe {
-            let last = if stored > 0 { sg_list.add(stored - 1) } else { ptr::null_mut() };
+            let last = if stored > 0 {
+                sg_list.add(stored - 1)
+            } else {
+                ptr::null_mut()
+            };
             let rkt = &raw mut (*dev.as_raw()).lkey_table;
-            bindings::rvt_lkey_ok(rkt, self.pd(), sg_list.add(stored), last, ptr::from_ref(sge).cast_mut(), acc)
+            bindings::rvt_lkey_ok(
+                rkt,
+                self.pd(),
+                sg_list.add(stored),
+                last,
+                ptr::from_ref(sge).cast_mut(),
+                acc,
+            )
         };
         kernel::error::to_result(ret)?;
         Ok(ret as usize)
@@ -462,7 +526,11 @@ impl Qp {
                 w.ssn = h.s_ssn();
                 *h.s_ssn_mut() = w.ssn.wrapping_add(1);
                 w.psn = h.s_next_psn();
-                let packets = if w.length == 0 { 0 } else { (w.length - 1) >> log_pmtu };
+                let packets = if w.length == 0 {
+                    0
+                } else {
+                    (w.length - 1) >> log_pmtu
+                };
                 w.lpsn = w.psn.wrapping_add(packets);
             }
             _ => {

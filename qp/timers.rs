@@ -136,7 +136,9 @@ c_export!(rvt_del_timers_sync);
 /// # Safety
 ///
 /// `qp` is a live QP of ours whose `s_lock` the caller holds during the borrow.
-unsafe fn locked<'a>(qp: *mut bindings::rvt_qp) -> (&'a Qp, core::mem::ManuallyDrop<SendGuard<'a>>) {
+unsafe fn locked<'a>(
+    qp: *mut bindings::rvt_qp,
+) -> (&'a Qp, core::mem::ManuallyDrop<SendGuard<'a>>) {
     // SAFETY: the caller's guarantee.
     let qp = unsafe { Qp::from_raw(qp) };
     // SAFETY: the caller holds `s_lock`; `assume_s_locked` asserts it with lockdep.
@@ -186,7 +188,9 @@ unsafe extern "C" fn rc_timeout(t: *mut bindings::timer_list) {
 ///
 /// `t` is the `s_rnr_timer` of a live QP of ours.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn rvt_rc_rnr_retry(t: *mut bindings::hrtimer) -> bindings::hrtimer_restart {
+pub(crate) unsafe extern "C" fn rvt_rc_rnr_retry(
+    t: *mut bindings::hrtimer,
+) -> bindings::hrtimer_restart {
     // SAFETY: the caller's guarantee (hrtimer callbacks of QPs; destroy cancels the timer
     // synchronously before the QP goes away).
     let qp = unsafe { Qp::from_raw(container_of!(t, bindings::rvt_qp, s_rnr_timer)) };

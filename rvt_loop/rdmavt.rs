@@ -97,7 +97,7 @@ pub(crate) unsafe fn lookup_qpn(sqp: *mut bindings::rvt_qp, qpn: u32) -> *mut bi
 ///
 /// # Safety
 ///
-/// `sqp` is a live QP 
+/// `sqp` is a live QP
 pub(crate) unsafe fn mcast_find(
     sqp: *mut bindings::rvt_qp,
     mgid: &bindings::ib_gid,

@@ -9,7 +9,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
-debs=(rustc-web rust-web-src rust-web-clippy clang-19 lld-19 llvm-19 libclang-19-dev bc flex bison libelf-dev
+debs=(rustc-web rust-web-src rust-web-clippy rustfmt-web clang-19 lld-19 llvm-19 libclang-19-dev bc flex bison libelf-dev
       libssl-dev cpio qemu-system-x86 busybox-static ibverbs-utils ibverbs-providers rdma-core
       perftest python3-pyverbs iproute2 python3-venv xz-utils kmod pahole rsync libibverbs-dev gcc)
 

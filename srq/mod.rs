@@ -117,7 +117,8 @@ impl Srq {
         }
         let bytes = ring_bytes(attr.max_wr + 1, attr.max_sge)?;
         // SAFETY: `rq` is the zeroed queue of a new SRQ, ours alone.
-        unsafe { krwq::alloc(rq, bytes, dev.dparms().node, !udata.is_null()) }.map_err(|_| ENOMEM)?;
+        unsafe { krwq::alloc(rq, bytes, dev.dparms().node, !udata.is_null()) }
+            .map_err(|_| ENOMEM)?;
         let res = self.finish_create(dev, attr, udata, bytes);
         if res.is_err() {
             // SAFETY: the SRQ never became visible; the info (if any) was dropped.
@@ -159,13 +160,20 @@ impl Srq {
 
     /// For user space with room for the answer: the mmap info of the ring and its offset
     /// written back. On failure the ring is left to the caller to free.
-    fn reply(&self, dev: &Device, udata: *mut bindings::ib_udata, bytes: u32) -> Result<Option<MmapInfo>> {
+    fn reply(
+        &self,
+        dev: &Device,
+        udata: *mut bindings::ib_udata,
+        bytes: u32,
+    ) -> Result<Option<MmapInfo>> {
         // SAFETY: NULL or ib_core's valid udata.
         if udata.is_null() || unsafe { (*udata).outlen } < size_of::<u64>() {
             return Ok(None);
         }
         let rq = self.raw_rq();
-        let total = bytes.checked_add(size_of::<bindings::rvt_rwq>() as u32).ok_or(ENOMEM)?;
+        let total = bytes
+            .checked_add(size_of::<bindings::rvt_rwq>() as u32)
+            .ok_or(ENOMEM)?;
         // SAFETY: the SRQ is ours alone during creation.
         let wq = unsafe { (*rq).wq };
         let info = MmapInfo::new(dev, total, udata, wq.cast())?;
@@ -187,7 +195,9 @@ impl Srq {
 /// The bytes of a ring of `size` slots of `max_sge` SGEs, or ENOMEM if that exceeds a u32
 /// (C's u32 arithmetic would wrap and allocate too little).
 pub(crate) fn ring_bytes(size: u32, max_sge: u32) -> Result<u32> {
-    let bytes = rwqe_size(max_sge).checked_mul(size as usize).ok_or(ENOMEM)?;
+    let bytes = rwqe_size(max_sge)
+        .checked_mul(size as usize)
+        .ok_or(ENOMEM)?;
     u32::try_from(bytes).map_err(|_| ENOMEM)
 }
 
@@ -212,7 +222,10 @@ fn count_new(dev: &Device) -> Result {
 ///
 /// Only ib_core calls this, through `RVT_DEV_OPS`, with a live SRQ of ours and a valid
 /// `attr`.
-pub(crate) unsafe extern "C" fn query_srq(ibsrq: *mut bindings::ib_srq, attr: *mut bindings::ib_srq_attr) -> c_int {
+pub(crate) unsafe extern "C" fn query_srq(
+    ibsrq: *mut bindings::ib_srq,
+    attr: *mut bindings::ib_srq_attr,
+) -> c_int {
     // SAFETY: ib_core's live SRQ and valid, exclusive output.
     let (srq, attr) = unsafe { (Srq::from_ib(ibsrq), &mut *attr) };
     // As in C, a snapshot without the lock: a concurrent modify may be half-visible.
@@ -229,7 +242,10 @@ pub(crate) unsafe extern "C" fn query_srq(ibsrq: *mut bindings::ib_srq, attr: *m
 /// # Safety
 ///
 /// Only ib_core calls this, through `RVT_DEV_OPS`, with a live SRQ of ours, once.
-pub(crate) unsafe extern "C" fn destroy_srq(ibsrq: *mut bindings::ib_srq, _udata: *mut bindings::ib_udata) -> c_int {
+pub(crate) unsafe extern "C" fn destroy_srq(
+    ibsrq: *mut bindings::ib_srq,
+    _udata: *mut bindings::ib_udata,
+) -> c_int {
     // SAFETY: ib_core's live SRQ.
     let srq = unsafe { Srq::from_ib(ibsrq) };
     let dev = srq.device();

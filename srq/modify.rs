@@ -13,10 +13,7 @@ use core::mem::size_of;
 use kernel::{ffi::c_int, prelude::*};
 
 use super::{ring_bytes, Srq};
-use crate::{
-    bindings,
-    krwq,
-};
+use crate::{bindings, krwq};
 
 const MAX_WR: bindings::ib_srq_attr_mask = bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR;
 const LIMIT: bindings::ib_srq_attr_mask = bindings::ib_srq_attr_mask_IB_SRQ_LIMIT;
@@ -71,10 +68,19 @@ impl Srq {
     }
 
     /// IB_SRQ_MAX_WR (with IB_SRQ_LIMIT if `set_limit`), in C's order.
-    fn resize(&self, attr: &bindings::ib_srq_attr, set_limit: bool, udata: *mut bindings::ib_udata) -> Result {
+    fn resize(
+        &self,
+        attr: &bindings::ib_srq_attr,
+        set_limit: bool,
+        udata: *mut bindings::ib_udata,
+    ) -> Result {
         let dev = self.device();
         // As in C, the current limit is read without the lock for this first check.
-        let limit = if set_limit { attr.srq_limit } else { self.limit_snapshot() };
+        let limit = if set_limit {
+            attr.srq_limit
+        } else {
+            self.limit_snapshot()
+        };
         if attr.max_wr > dev.dparms().props.max_srq_wr || limit > attr.max_wr {
             return Err(EINVAL);
         }
@@ -86,7 +92,8 @@ impl Srq {
         tmp.max_sge = max_sge;
         let bytes = ring_bytes(size, u32::from(max_sge))?;
         // SAFETY: `tmp` is zeroed and ours alone.
-        unsafe { krwq::alloc(&mut tmp, bytes, dev.dparms().node, !udata.is_null()) }.map_err(|_| ENOMEM)?;
+        unsafe { krwq::alloc(&mut tmp, bytes, dev.dparms().node, !udata.is_null()) }
+            .map_err(|_| ENOMEM)?;
         let res = self
             .swap_ring(&mut tmp, udata, set_limit.then_some(attr.srq_limit))
             .and_then(|offset_addr| self.publish_ring(bytes, offset_addr));
@@ -111,7 +118,11 @@ impl Srq {
             let mut addr = 0u64;
             // SAFETY: `udata` is valid with at least a u64 of input.
             kernel::error::to_result(unsafe {
-                bindings::rdmavt_rs_ib_copy_from_udata((&raw mut addr).cast(), udata, size_of::<u64>())
+                bindings::rdmavt_rs_ib_copy_from_udata(
+                    (&raw mut addr).cast(),
+                    udata,
+                    size_of::<u64>(),
+                )
             })?;
             put_user_u64(addr, 0)?;
             offset_addr = Some(addr);
@@ -137,7 +148,11 @@ impl Srq {
         // SAFETY: the SRQ's queue, just replaced; only `modify` changes `wq`, and ib_core
         // serialises it against itself.
         let wq = unsafe { (*self.as_raw()).rq.wq };
-        info.update(dev, bytes + size_of::<bindings::rvt_rwq>() as u32, wq.cast());
+        info.update(
+            dev,
+            bytes + size_of::<bindings::rvt_rwq>() as u32,
+            wq.cast(),
+        );
         let res = offset_addr.map_or(Ok(()), |addr| put_user_u64(addr, info.offset()));
         if res.is_ok() {
             info.add_pending(dev);
