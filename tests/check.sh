@@ -16,8 +16,9 @@ set -uo pipefail
 tests=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$tests/.." && pwd)
 results=${RDMAVT_RS_RESULTS:-$repo/.test-results}
-rm -rf "$results"
+# Every earlier result but the benchmark's (make bench keeps its own under bench/).
 mkdir -p "$results"
+find "$results" -mindepth 1 -maxdepth 1 ! -name bench -exec rm -rf {} +
 
 # Each source of test points becomes one TAP file in $results, shown as it is produced.
 show() { cat "$1"; }
