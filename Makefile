@@ -17,7 +17,11 @@
 #                     INSTALL_MOD_PATH. Without KDIR: the cached test kernel's modules dir,
 #                     the one the test VM's modprobe uses (scripts/modules.sh)
 #   make modules_uninstall  remove them again and rerun depmod: the in-tree rdmavt is back
-#   make bench        perftest on rdmavt-rs, C rdmavt, rxe and siw on the benchmark kernel (README)
+#   make bench        perftest on rdmavt-rs, C rdmavt, rxe and siw on the benchmark kernel, boot
+#                     after boot; a table with medians and ranges, and a plot (README)
+#                     BENCH_PROVIDERS="rs c", BENCH_ROUNDS=N, BENCH_QUICK=1 (a first look),
+#                     BENCH_HELPERS=inline (clang-22 and CONFIG_RUST_INLINE_HELPERS)
+#   make bench-quick  make bench BENCH_QUICK=1
 #
 # A user's own Rust-enabled kernel: make KDIR=/lib/modules/$(uname -r)/build
 
@@ -90,7 +94,11 @@ clean:
 	@rm -rf .test-bin
 
 # perftest on rdmavt-rs, the C rdmavt, rxe and siw side by side, on the benchmark kernel (a
-# separate build without the debug options; scripts/bench.sh). Reports speed, never judges it.
-.PHONY: bench
+# separate build without the debug options, -O2; scripts/bench.sh). Reports speed, never
+# judges it. The BENCH_* settings reach scripts/setup.sh and scripts/bench.sh through the
+# environment (make exports variables given on its command line).
+.PHONY: bench bench-quick
 bench: setup
 	@bash $(SCRIPTS)/bench.sh $(BENCH_PROVIDERS)
+bench-quick: setup
+	@BENCH_QUICK=1 bash $(SCRIPTS)/bench.sh $(BENCH_PROVIDERS)

@@ -1,26 +1,36 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# The benchmark's guest side (run by scripts/bench.sh inside the VM, once per provider): sets
-# up one RDMA device and runs the perftest matrix over it, server and client in this guest
-# meeting over TCP, the same arguments on every provider.
+# The benchmark's guest side (run by scripts/bench.sh inside the VM, once per boot): sets up
+# one RDMA device, measures the guest's memcpy bandwidth, then runs the perftest matrix over
+# the device, server and client in this guest meeting over TCP, the same arguments on every
+# provider.
 #
-#   bench-guest.sh rs|c|rxe|siw
+#   bench-guest.sh rs|c|rxe|siw DURATION LAT_ITERS
+#
+# Each bandwidth point runs for DURATION seconds (perftest -D), the first and last second of
+# them unmeasured (-f 1: the warm-up and the drain); each latency point runs LAT_ITERS
+# iterations (-n), because perftest's duration mode reports no latency percentiles.
 #
 # rs and c: rvt_loop0 on the rdmavt that scripts/vm.sh loaded; rxe: rxe0 over lo; siw: siw0
 # over the guest's NIC (scripts/vm.sh --network), with its own address, which the kernel still
 # routes through its loopback: siw over lo has lo's all-zero hardware address as its GID, which
-# the RDMA CM never resolves to it. No rdmavt for rxe and siw. Each point's server and client
-# output goes to $RDMAVT_RS_OUT as NAME.server and NAME.client, and one line "NAME STATUS" to
-# $RDMAVT_RS_OUT/status; the host parses the numbers (scripts/bench_report.py). The exit status
-# is 0 only when every point ran.
+# the RDMA CM never resolves to it. No rdmavt for rxe and siw. Into $RDMAVT_RS_OUT go
+# memcpy.txt (scripts/bench/memcpy-bw), each point's server and client output as NAME.server
+# and NAME.client, its command as NAME.cmd, and one line "NAME STATUS" per point to status:
+# ok, failed(...), or unsupported(...) for what the device lacks (siw: UC and atomics). The
+# host parses the numbers (scripts/bench_report.py). The exit status is 0 only when every
+# supported point ran.
 set -u
 tests=$RDMAVT_RS_REPO/tests
 . "$tests/lib/ktap.sh"
 . "$tests/lib/traffic.sh"
 
 provider=$1
+duration=$2
+lat_iters=$3
 out=$RDMAVT_RS_OUT
+memcpy_bw=$RDMAVT_RS_REPO/scripts/bench/memcpy-bw
 failed=0
 # iWARP has no connection set-up without the RDMA CM: siw's points add -R, the only argument
 # that differs between providers, and meet at the NIC's address.
@@ -28,6 +38,10 @@ cm=()
 server=127.0.0.1
 siw_addr=10.77.0.1
 [ "$provider" != siw ] || { cm=(-R); server=$siw_addr; }
+# A point takes DURATION or its latency iterations plus start-up and connection set-up; well
+# past that it hangs, and has failed. A round trip on rxe, the slowest, takes 100 usec on an
+# idle host and milliseconds on a loaded one: 10 ms an iteration are allowed.
+TRAFFIC_TIMEOUT=$((duration + 120 + lat_iters / 100))
 
 # Loads the provider's driver; sets TRAFFIC_DEV to its device.
 bench_device() {
@@ -73,22 +87,79 @@ bench() {
 	fi
 }
 
+# bw NAME PROGRAM [ARGS...]: a bandwidth point, duration-based.
+bw() {
+	local name=$1
+	shift
+	bench "$name" "$@" -D "$duration" -f 1
+}
+
+# lat NAME PROGRAM [ARGS...]: a latency point, iteration-based.
+lat() {
+	local name=$1
+	shift
+	bench "$name" "$@" -n "$lat_iters"
+}
+
+# unsupported NAME REASON: a point this device cannot run; reported as n/a, not as a failure.
+unsupported() { echo "$1 unsupported($2)" >>"$out/status"; }
+
+# Whether the device does atomics: siw does not.
+has_atomics() { ! ibv_devinfo -v -d "$TRAFFIC_DEV" | grep -q 'atomic_cap:.*ATOMIC_NONE'; }
+
+# The guest's own copy rate, the fastest of four ways of copying (scripts/bench/memcpy-bw.c),
+# before any traffic, on an otherwise idle guest: 2 seconds a size.
+memcpy_limit() {
+	if [ -x "$memcpy_bw" ]; then
+		"$memcpy_bw" 2 >"$out/memcpy.txt" 2>&1 || echo "memcpy-bw failed" >&2
+	else
+		echo "$memcpy_bw is not built" >&2
+	fi
+}
+
 : >"$out/status"
 if ! bench_device >"$out/setup.log" 2>&1; then
 	cat "$out/setup.log" >&2
 	echo "setup failed" >>"$out/status"
 	exit 1
 fi
-{ uname -r; rdma link; ibv_devinfo -d "$TRAFFIC_DEV"; } >"$out/device.log" 2>&1
+# The CPU flags that decide how memcpy copies: without fsrm, the kernel's memcpy is a loop of
+# 8-byte moves; with erms, glibc's is `rep movsb` for mid-sized copies.
+{
+	uname -r
+	grep -m1 '^model name' /proc/cpuinfo
+	echo "copy flags: $(grep -m1 '^flags' /proc/cpuinfo | grep -o -w -E 'erms|fsrm|avx2|avx512f' |
+		tr '\n' ' ')"
+	rdma link
+	ibv_devinfo -v -d "$TRAFFIC_DEV"
+} >"$out/device.log" 2>&1
+memcpy_limit
 
-# The matrix; scripts/bench_report.py knows each name's program and metric from its output.
-bench write_bw_64k ib_write_bw -s 65536 -n 2000
-bench write_bw_64 ib_write_bw -s 64 -n 2000
-bench send_bw_64k ib_send_bw -s 65536 -n 2000
-bench send_bw_64 ib_send_bw -s 64 -n 2000
-bench read_bw_64k ib_read_bw -s 65536 -n 2000
-bench send_lat_8 ib_send_lat -s 8 -n 2000
-bench write_lat_8 ib_write_lat -s 8 -n 2000
+# The matrix; scripts/bench_report.py finds each point's metrics in its output. All RC unless
+# the name says otherwise.
+for verb in write send read; do
+	bw "${verb}_bw_64" "ib_${verb}_bw" -s 64
+	bw "${verb}_bw_4k" "ib_${verb}_bw" -s 4096
+	bw "${verb}_bw_64k" "ib_${verb}_bw" -s 65536
+	bw "${verb}_bw_1m" "ib_${verb}_bw" -s 1048576
+done
+if has_atomics; then
+	bw atomic_bw ib_atomic_bw
+else
+	unsupported atomic_bw "no atomics"
+fi
+# Several QPs from one process on 2 vCPUs: the per-QP locks and the send engine's scheduling.
+bw write_bw_64k_q4 ib_write_bw -s 65536 -q 4
+bw write_bw_64k_q8 ib_write_bw -s 65536 -q 8
+bw send_bw_4k_srq ib_send_bw -s 4096 --use-srq
+if [ "$provider" != siw ]; then
+	bw uc_write_bw_64k ib_write_bw -c UC -s 65536
+else
+	unsupported uc_write_bw_64k "iWARP has RC only"
+fi
+lat send_lat_8 ib_send_lat -s 8
+lat write_lat_8 ib_write_lat -s 8
+lat read_lat_8 ib_read_lat -s 8
 
 dmesg >"$out/dmesg.log"
 exit "$failed"

@@ -2,32 +2,68 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # `make bench`: perftest over rdmavt-rs, the in-tree C rdmavt, rxe and siw, side by side, on
-# the benchmark kernel (scripts/kconfig/bench.config: the test kernel without its debugging).
+# the benchmark kernel (scripts/kconfig/bench.config: the test kernel without its debugging,
+# built with -O2).
 #
-# Builds that kernel (`scripts/kernel.sh --bench`), builds rdmavt.ko and rvt_loop.ko against
-# it in a copy of this tree (.test-results/bench/build: the test build's modules in the tree
-# are never touched), then boots the VM once per provider and runs scripts/bench-guest.sh:
-# rdmavt-rs and C rdmavt each with rvt_loop0, rxe0 over lo, siw0 over the guest's NIC. The
-# table of results, with each provider's ratio to the C rdmavt, is printed and written to
-# .test-results/bench/results.md, the raw perftest output beside it.
+# Builds that kernel (`scripts/kernel.sh --bench`, or `--bench-inline` with inlined Rust
+# helpers), builds rdmavt.ko, rvt_loop.ko and scripts/bench/memcpy-bw against it in a copy of
+# this tree (the test build's modules in the tree are never touched), then boots the VM again
+# and again and runs scripts/bench-guest.sh in it: rdmavt-rs and the C rdmavt alternate boot by
+# boot (rs, c, rs, c, ...), so that whatever else the host does falls on both alike; rxe and
+# siw, a reference only, boot after them. The table (median, minimum and maximum over the
+# boots, ratios of medians to the C rdmavt, "within noise" where the ranges overlap) is
+# printed and written to results.md, the plot of the ratios to ratios.png, the raw output of
+# each boot to raw/PROVIDER/ROUND/.
 #
 # Speed never fails the run: it fails only when a build, a boot or a perftest run fails.
 # Under TCG the numbers are only comparable within one run.
 #
 #   scripts/bench.sh [PROVIDER...]    rs, c, rxe, siw (default: all four)
+#
+# Settings, from the environment (the Makefile passes them on):
+#   BENCH_ROUNDS=N        boots each of rdmavt-rs and the C rdmavt (default 5; quick: 1)
+#   BENCH_REF_ROUNDS=N    boots each of rxe and siw (default 1)
+#   BENCH_QUICK=1         a first look: one round, 3-second bandwidth points (4 otherwise),
+#                         5000 latency iterations (20000 otherwise)
+#   BENCH_HELPERS=inline  the kernel and modules built with clang-22 and
+#                         CONFIG_RUST_INLINE_HELPERS; results in .test-results/bench-inline
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 . "$here/lib.sh"
 
-results=$repo/.test-results/bench
-build=$results/build
 providers=("$@")
 [ ${#providers[@]} -gt 0 ] || providers=(rs c rxe siw)
 
+quick=${BENCH_QUICK:-}
+[ "$quick" != 0 ] || quick=
+helpers=${BENCH_HELPERS:-outline}
+case "$helpers" in
+outline) kernel_flag=--bench; llvm=$LLVM_SUFFIX; results=$repo/.test-results/bench ;;
+inline) kernel_flag=--bench-inline; llvm=-22; results=$repo/.test-results/bench-inline ;;
+*) die "BENCH_HELPERS is outline (default) or inline" ;;
+esac
+# A bandwidth point: 1 s warm-up, DURATION - 2 s measured, 1 s drain. Latency points count
+# iterations instead: perftest's duration mode has no percentiles. With 2 to 5 s of start-up
+# and connection set-up a point under TCG, a boot takes about 3 minutes, and a full run (10
+# boots, rxe and siw once) about 35 on idle cores, up to 50 on shared ones (README).
+if [ -n "$quick" ]; then
+	rounds=${BENCH_ROUNDS:-1} duration=3 lat_iters=5000
+else
+	rounds=${BENCH_ROUNDS:-5} duration=4 lat_iters=20000
+fi
+ref_rounds=${BENCH_REF_ROUNDS:-1}
+# A boot that has not finished by then hangs: the boot itself, 20 points with their start-up,
+# and latency points at up to 10 ms an iteration (rxe's under load).
+boot_timeout=$((600 + 20 * (duration + 30) + 3 * lat_iters / 100))
+build=$results/build
+# Debian's python, which has Debian's matplotlib (a python earlier in PATH may not).
+python=/usr/bin/python3
+
 # The tracked and untracked (not ignored) files of this tree, without build products, into
-# $build, and the modules built there against the benchmark kernel.
+# $build; the modules built there against the benchmark kernel with the kernel's own LLVM, and
+# memcpy-bw with the host's gcc (the guest runs the host's binaries over 9p).
 build_modules() {
 	local kdir=$1
 	rm -rf "$build"
@@ -35,44 +71,78 @@ build_modules() {
 	(cd "$repo" && git ls-files -z --cached --others --exclude-standard |
 		tar --null -T - -cf -) | tar -xf - -C "$build"
 	log "building the modules against $kdir in $build"
-	make -s -C "$build" KDIR="$kdir" modules
+	make -s -C "$build" KDIR="$kdir" LLVM="$llvm" modules
+	gcc -O2 -Wall -o "$build/scripts/bench/memcpy-bw" "$build/scripts/bench/memcpy-bw.c"
 }
 
-# run_provider KDIR PROVIDER: one VM boot; its raw output in $results/raw/PROVIDER.
-run_provider() {
-	local kdir=$1 p=$2 rdmavt=none net=()
+# run_boot KDIR PROVIDER ROUND: one VM boot; its raw output in $results/raw/PROVIDER/ROUND.
+run_boot() {
+	local kdir=$1 p=$2 round=$3 rdmavt=none net=() dir=$results/raw/$2/$3
 	case "$p" in
 	rs|c) rdmavt=$p ;;
-	rxe) ;;
 	siw) net=(--network user) ;;
-	*) die "unknown provider $p (rs, c, rxe or siw)" ;;
 	esac
-	rm -rf "$results/raw/$p"
-	mkdir -p "$results/raw/$p"
-	log "bench: $p"
-	KDIR=$kdir bash "$build/scripts/vm.sh" --rdmavt "$rdmavt" --timeout 1500 "${net[@]}" \
-		--out "$results/raw/$p" -- "$build/scripts/bench-guest.sh" "$p" \
-		>"$results/raw/$p/vm.log" 2>&1
+	mkdir -p "$dir"
+	echo "$p $round" >>"$results/raw/order"
+	log "bench: $p, round $round ($(date -u +%H:%M:%S))"
+	KDIR=$kdir bash "$build/scripts/vm.sh" --rdmavt "$rdmavt" --timeout "$boot_timeout" "${net[@]}" \
+		--out "$dir" -- "$build/scripts/bench-guest.sh" "$p" "$duration" "$lat_iters" \
+		>"$dir/vm.log" 2>&1
+}
+
+# The boots in their order: rs and c alternating round by round, then rxe and siw.
+boot_plan() {
+	local r p
+	for ((r = 1; r <= rounds; r++)); do
+		for p in "${providers[@]}"; do
+			case "$p" in rs|c) echo "$p $r" ;; esac
+		done
+	done
+	for p in "${providers[@]}"; do
+		case "$p" in rs|c) continue ;; esac
+		for ((r = 1; r <= ref_rounds; r++)); do
+			echo "$p $r"
+		done
+	done
+}
+
+# The table and the plot from raw/, with a header that says what was measured on what.
+report() {
+	local kdir=$1
+	{
+		echo "perftest on $(basename "$kdir") (scripts/kconfig/bench.config, Rust helpers" \
+			"$helpers), QEMU TCG, 2 vCPUs, $(date -u '+%Y-%m-%d %H:%M UTC')," \
+			"$(git -C "$repo" describe --always --dirty)."
+		echo "Boots: $(boot_plan | awk '!($1 in n) { o[k++] = $1 } { n[$1]++ }
+			END { for (i = 0; i < k; i++) printf "%s%s %d", i ? ", " : "", o[i], n[o[i]] }')" \
+			"(rs and c alternating); bandwidth points ${duration} s (-D $duration -f 1)," \
+			"latency points -n $lat_iters${quick:+ (quick mode)}."
+		echo
+		"$python" "$here/bench_report.py" --png "$results/ratios.png" \
+			--title "$(basename "$kdir"), Rust helpers $helpers, QEMU TCG, 2 vCPUs" \
+			"$results/raw" "${providers[@]}"
+	} >"$results/results.md"
+	cat "$results/results.md"
 }
 
 main() {
-	local kdir p failed=()
-	kdir=$(bash "$here/kernel.sh" --bench)
-	build_modules "$kdir"
+	local kdir p round failed=() start=$SECONDS
 	for p in "${providers[@]}"; do
-		run_provider "$kdir" "$p" || {
-			log "bench: the $p run failed (see $results/raw/$p/vm.log)"
-			failed+=("$p")
-		}
+		case "$p" in rs|c|rxe|siw) ;; *) die "unknown provider $p (rs, c, rxe or siw)" ;; esac
 	done
-	{
-		echo "perftest on $(basename "$kdir") (scripts/kconfig/bench.config), QEMU TCG," \
-			"2 vCPUs, $(date -u '+%Y-%m-%d %H:%M UTC'), $(git -C "$repo" describe --always --dirty)"
-		echo
-		python3 "$here/bench_report.py" "$results/raw" "${providers[@]}"
-	} >"$results/results.md"
-	cat "$results/results.md"
-	log "results: $results/results.md, raw output: $results/raw/"
+	kdir=$(BENCH_HELPERS=$helpers bash "$here/kernel.sh" "$kernel_flag")
+	BENCH_HELPERS=$helpers build_modules "$kdir"
+	rm -rf "$results/raw"
+	mkdir -p "$results/raw"
+	while read -r p round; do
+		run_boot "$kdir" "$p" "$round" </dev/null || {
+			log "bench: $p round $round failed (see $results/raw/$p/$round/vm.log)"
+			failed+=("$p/$round")
+		}
+	done < <(boot_plan)
+	report "$kdir"
+	log "benchmark: $(( (SECONDS - start) / 60 )) min; results: $results/results.md," \
+		"plot: $results/ratios.png, raw output: $results/raw/"
 	[ ${#failed[@]} = 0 ] || die "runs failed: ${failed[*]}"
 }
 

@@ -7,6 +7,10 @@
 #   scripts/kernel.sh --bench    the benchmark kernel: the same fragment, then
 #                                scripts/kconfig/bench.config (no KASAN, lockdep, kmemleak,
 #                                UBSAN, KUnit), in its own cache directory
+#   scripts/kernel.sh --bench-inline    the benchmark kernel built with clang-22, the LLVM of
+#                                rustc-web, and CONFIG_RUST_INLINE_HELPERS (which needs clang
+#                                and rustc on one LLVM major version), in its own cache
+#                                directory too; modules for it need LLVM=-22
 #
 # The cache key is the kernel version, the hash of the config fragment and the toolchain
 # versions, so a matching build is reused as it is and any change gets a fresh one. A build
@@ -25,7 +29,13 @@ variant=
 case "${1:-}" in
 "") ;;
 --bench) fragments+=("$here/kconfig/bench.config"); variant=bench- ;;
-*) die "usage: kernel.sh [--bench]" ;;
+--bench-inline)
+	fragments+=("$here/kconfig/bench.config" "$here/bench/inline-helpers.config")
+	variant=bench-inline-
+	LLVM_SUFFIX=-22
+	# setup.sh installs clang-22 and its friends only when asked.
+	export BENCH_HELPERS=inline ;;
+*) die "usage: kernel.sh [--bench|--bench-inline]" ;;
 esac
 
 cache_key() {

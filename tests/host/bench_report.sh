@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# scripts/bench_report.py on a small synthetic raw directory, no VM: the median, minimum and
+# maximum over the boots, the ratio of medians, "within noise" exactly when the two ranges
+# overlap, a point without a number (a failed run, a boot that never ran, perftest's 0.00
+# MB/sec) shown as failed, a point the device lacks as n/a, the fraction of memcpy, and the
+# plot.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib/ktap.sh"
+report=$here/../../scripts/bench_report.py
+# Debian's python has Debian's matplotlib, which scripts/setup.sh installs.
+python=/usr/bin/python3
+[ -x "$python" ] || python=python3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+raw=$tmp/raw
+
+# bw_out SIZE BW MSGRATE: a client's output of a perftest bandwidth program.
+bw_out() {
+	cat <<EOF
+---------------------------------------------------------------------------------------
+ #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]
+ $1      2000             0.00               $2		   $3
+---------------------------------------------------------------------------------------
+EOF
+}
+
+# lat_out TYPICAL AVG P99 P999: a client's output of a perftest latency program.
+lat_out() {
+	cat <<EOF
+---------------------------------------------------------------------------------------
+ #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] 
+ 8       10000          3.10           80.00        $1     	$2        	1.00   		$3    		$4   
+---------------------------------------------------------------------------------------
+EOF
+}
+
+# point PROVIDER ROUND NAME STATUS [OUTPUT]: one point of one boot.
+point() {
+	local d=$raw/$1/$2
+	mkdir -p "$d"
+	echo "$3 $4" >>"$d/status"
+	echo "ib_x -d DEV" >"$d/$3.cmd"
+	[ $# -lt 5 ] || printf '%s\n' "$5" >"$d/$3.client"
+}
+
+# memcpy PROVIDER ROUND: the guest's memcpy bandwidth in that boot: 1000 MB/s at 1 MiB.
+memcpy() { printf 'memcpy 4096 4000.00\nmemcpy 1048576 1000.00\n' >"$raw/$1/$2/memcpy.txt"; }
+
+for r in 1 2 3; do
+	rs=$((90 + 10 * r)) c=$((190 + 10 * r))
+	point rs $r write_bw_64k ok "$(bw_out 65536 "$rs.00" 0.01)"
+	point c $r write_bw_64k ok "$(bw_out 65536 "$c.00" 0.01)"
+	point rs $r send_bw_64k ok "$(bw_out 65536 "$((rs + 95)).00" 0.01)"
+	point c $r send_bw_64k ok "$(bw_out 65536 "$c.00" 0.01)"
+	point rs $r write_bw_64 ok "$(bw_out 64 10.00 0.16)"
+	point c $r write_bw_64 ok "$(bw_out 64 12.00 0.20)"
+	if [ $r = 2 ]; then
+		point rs $r write_bw_4k "failed(server=0,client=124)"
+	else
+		point rs $r write_bw_4k ok "$(bw_out 4096 300.00 0.07)"
+	fi
+	point c $r write_bw_4k ok "$(bw_out 4096 400.00 0.10)"
+	point rs $r read_bw_1m ok "$(bw_out 1048576 500.00 0.0005)"
+	point c $r read_bw_1m ok "$(bw_out 1048576 800.00 0.0008)"
+	point rs $r atomic_bw "failed(server=1,client=1)"
+	point c $r atomic_bw ok "$(bw_out 8 1.00 0.13)"
+	point rs $r send_lat_8 ok "$(lat_out 5.0$r 6.00 9.00 40.00)"
+	point c $r send_lat_8 ok "$(lat_out 4.00 5.00 8.00 30.00)"
+	memcpy rs $r
+	memcpy c $r
+done
+# rxe: perftest's 0.00 MB/sec in a run that exited 0; a second boot that never ran a point.
+point rxe 1 write_bw_64k ok "$(bw_out 65536 60.00 0.001)"
+point rxe 1 send_bw_64k ok "$(bw_out 65536 0.00 0.000)"
+mkdir -p "$raw/rxe/2"
+# siw: a point the device does not support.
+point siw 1 write_bw_64k ok "$(bw_out 65536 500.00 0.008)"
+point siw 1 atomic_bw "unsupported(no atomics)"
+printf 'rs 1\nc 1\nrs 2\nc 2\nrs 3\nc 3\nrxe 1\nrxe 2\nsiw 1\n' >"$raw/order"
+
+"$python" "$report" --png "$tmp/ratios.png" "$raw" rs c rxe siw >"$tmp/out" 2>"$tmp/err"
+rc=$?
+
+# row NAME METRIC: the table's cells of that row, one per line: rs, c, rxe, siw, rs / C,
+# rxe / C, siw / C.
+row() {
+	grep -F "| $1 | $2 |" "$tmp/out" | head -1 | awk -F' \\| ' '{ for (i = 3; i <= NF; i++) print $i }' |
+		sed 's/ |$//'
+}
+# cell NAME METRIC N: the Nth cell of that row.
+cell() { row "$1" "$2" | sed -n "$3p"; }
+# is ACTUAL EXPECTED: a check that says what it found when it fails.
+is() { [ "$1" = "$2" ] || { echo "got '$1', expected '$2'"; return 1; }; }
+
+BW='BW average [MB/s]'
+ktap_header
+ktap_plan 16
+ktap_check "the report runs" is "$rc" 0
+ktap_check "median and min-max over the boots" is "$(cell write_bw_64k "$BW" 1)" "110 (100-120)"
+ktap_check "a single boot shows its value alone" is "$(cell write_bw_64k "$BW" 4)" "500"
+ktap_check "the ratio of medians" is "$(cell write_bw_64k "$BW" 5)" "0.52"
+ktap_check "overlapping ranges are within noise" \
+	is "$(cell send_bw_64k "$BW" 5)" "0.98 (within noise)"
+ktap_check "a point that failed in every boot says failed" \
+	is "$(cell atomic_bw "$BW" 1)" "failed (3 of 3)"
+ktap_check "a failed point has no ratio" is "$(cell atomic_bw "$BW" 5)" "-"
+ktap_check "a point that failed in one boot counts it" \
+	is "$(cell write_bw_4k "$BW" 1)" "300 (300-300), 1 of 3 failed"
+ktap_check "0.00 MB/sec is failed, not a number" is "$(cell send_bw_64k "$BW" 3)" "failed (2 of 2)"
+ktap_check "a boot that ran nothing counts as failed" \
+	is "$(cell write_bw_64k "$BW" 3)" "60.0, 1 of 2 failed"
+ktap_check "an unsupported point is n/a" is "$(cell atomic_bw "$BW" 4)" "n/a"
+ktap_check "bandwidth as a fraction of memcpy at its size" \
+	is "$(cell read_bw_1m "BW / memcpy" 1)" "0.500 (0.500-0.500)"
+ktap_check "message rate for the 64 B rows only" \
+	bash -c "grep -qF '| write_bw_64 | MsgRate [Mpps] | 0.160 (0.160-0.160) |' '$tmp/out' &&
+		! grep -qF '| write_bw_64k | MsgRate' '$tmp/out'"
+ktap_check "latency: typical, average, 99% and 99.9%" \
+	is "$(cell send_lat_8 '99.9% [usec]' 1)|$(cell send_lat_8 't_typical [usec]' 1)" \
+	"40.0 (40.0-40.0)|5.02 (5.01-5.03)"
+ktap_check "the failures are listed, the unsupported point is not among them" \
+	bash -c "grep -q '^Failed: .*rxe/2: the boot ran no point' '$tmp/out' &&
+		grep -q '^Failed: .*rxe/1 send_bw_64k: no number in the output' '$tmp/out' &&
+		! grep -q '^Failed: .*siw/1 atomic_bw' '$tmp/out'"
+if "$python" -c 'import matplotlib' 2>/dev/null; then
+	ktap_check "the plot is a PNG" "$python" -c \
+		'import sys; sys.exit(open(sys.argv[1], "rb").read(8) != b"\x89PNG\r\n\x1a\n")' \
+		"$tmp/ratios.png"
+else
+	ktap_skip "the plot is a PNG" "no matplotlib (scripts/setup.sh installs python3-matplotlib)"
+fi
+[ "$KTAP_FAIL" = 0 ] || { ktap_msg "report:"; sed 's/^/# /' "$tmp/out" "$tmp/err"; }
+ktap_finish
