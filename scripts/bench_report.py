@@ -8,8 +8,8 @@ overlap; each bandwidth row also as a fraction of the guest's memcpy bandwidth a
     bench_report.py [--png FILE [--title TEXT]] RAW_DIR PROVIDER...
 
 RAW_DIR/PROVIDER/ROUND/ holds one boot's output: status (one "NAME ok|failed(...)|
-unsupported(...)" line per point, or "setup failed"), NAME.client (perftest's client output),
-NAME.cmd (its command line) and memcpy.txt (scripts/bench/memcpy-bw's output, whose "memcpy
+unsupported(...)" line per point, or "setup failed"), NAME.client and NAME.server (perftest's
+output on each side; the client's numbers count), NAME.cmd (its command line) and memcpy.txt (scripts/bench/memcpy-bw's output, whose "memcpy
 SIZE MB/s" lines are the limit). RAW_DIR/order lists the boots as they ran. Markdown on stdout; with --png, the ratios to the C rdmavt as a plot.
 Speed is reported, never judged: a point that left no number is shown as failed and listed,
 but whether the run failed is for scripts/bench.sh to say, from the boots' exit statuses.
@@ -73,6 +73,11 @@ def parse(text):
     return None, {}
 
 
+def measured(vals):
+    """Whether a point's parsed metrics hold its main number: bandwidth or latency."""
+    return BW in vals or any(m in vals for m in LATENCY_METRICS)
+
+
 def read(path):
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
@@ -87,7 +92,7 @@ class Boot:
     def __init__(self, path):
         self.round = os.path.basename(path)
         self.status, self.order, self.values, self.sizes, self.cmds = {}, [], {}, {}, {}
-        self.memcpy = {}
+        self.memcpy, self.from_server = {}, []
         for line in (read(os.path.join(path, "memcpy.txt")) or "").splitlines():
             fields = line.split()
             if len(fields) == 3 and fields[0] == "memcpy":
@@ -104,6 +109,13 @@ class Boot:
             self.cmds[name] = (read(os.path.join(path, name + ".cmd")) or "").strip()
             if st == "ok":
                 size, vals = parse(read(os.path.join(path, name + ".client")) or "")
+                # In duration mode ib_send_bw's sender now and then prints 0.00 MB/sec where
+                # its receiver, which measures the same stream itself, has the number. (For
+                # the other programs the server prints the client's numbers.)
+                if not measured(vals):
+                    size, vals = parse(read(os.path.join(path, name + ".server")) or "")
+                    if measured(vals):
+                        self.from_server.append(name)
                 # The bandwidth as a fraction of memcpy at the same size, in the same boot.
                 if BW in vals and size in self.memcpy:
                     vals[FRACTION] = vals[BW] / self.memcpy[size]
@@ -115,8 +127,7 @@ class Boot:
         st = self.status.get(name)
         if st is not None and st.startswith("unsupported"):
             return "unsupported"
-        vals = self.values.get(name, {})
-        if st == "ok" and (BW in vals or any(m in vals for m in LATENCY_METRICS)):
+        if st == "ok" and measured(self.values.get(name, {})):
             return "ok"
         return "failed"
 
@@ -416,6 +427,11 @@ def main():
           "`-R`, iWARP's connection set-up through the RDMA CM):")
     print()
     print("\n".join(commands(data, providers)))
+    from_server = [f"{p}/{b.round} {n}" for p in providers for b in data[p] for n in b.from_server]
+    if from_server:
+        print()
+        print("The sender printed 0.00 MB/sec; the receiver's numbers are used: "
+              + "; ".join(from_server))
     failed, unsupported = problems(args.raw, data, providers)
     if unsupported:
         print()
