@@ -390,6 +390,13 @@ impl Qp {
         smp_mb(Full);
     }
 
+    /// `local_ops_pending`: the local operations deferred to the send engine, read atomically.
+    pub(crate) fn local_ops_pending(&self) -> i32 {
+        // SAFETY: an atomic_t of a live QP.
+        unsafe { Atomic::from_ptr(&raw mut (*self.as_raw()).local_ops_pending.counter) }
+            .load(Relaxed)
+    }
+
     /// A local operation is deferred to the send engine: `local_ops_pending` goes up by one.
     pub(crate) fn local_op_deferred(&self) {
         // SAFETY: an atomic_t of a live QP.

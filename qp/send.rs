@@ -14,10 +14,7 @@ use core::{mem::size_of, ptr};
 use kernel::{
     ffi::c_int,
     prelude::*,
-    sync::{
-        atomic::{atomic_load, Full, Relaxed},
-        barrier::smp_mb,
-    },
+    sync::{atomic::Full, barrier::smp_mb},
 };
 
 use super::{
@@ -337,10 +334,7 @@ impl Qp {
             }
             bindings::ib_wr_opcode::IB_WR_LOCAL_INV => {
                 let fence = wr.send_flags & bindings::ib_send_flags_IB_SEND_FENCE != 0;
-                // SAFETY: an atomic_t of the live QP.
-                let pending =
-                    unsafe { atomic_load(&raw mut (*qp).local_ops_pending.counter, Relaxed) };
-                if fence || pending != 0 {
+                if fence || self.local_ops_pending() != 0 {
                     return Ok(Local::Delayed);
                 }
                 // SAFETY: a live QP of ours; `invalidate_rkey` is the union member a
