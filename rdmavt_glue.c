@@ -33,16 +33,20 @@ const struct rdmavt_rs_layout_entry rdmavt_rs_layout_c[] = {
 };
 const size_t rdmavt_rs_layout_c_len = ARRAY_SIZE(rdmavt_rs_layout_c);
 
-/* The device API, implemented in device/ and ah/. */
+/* The device API, implemented in device/. */
 EXPORT_SYMBOL(rvt_alloc_device);
 EXPORT_SYMBOL(rvt_dealloc_device);
 EXPORT_SYMBOL(rvt_register_device);
 EXPORT_SYMBOL(rvt_unregister_device);
 EXPORT_SYMBOL(rvt_init_port);
+
+/* Address handles, implemented in ah/. */
 EXPORT_SYMBOL(rvt_check_ah);
+
+/* Completion queues, implemented in cq/enter.rs. */
 EXPORT_SYMBOL(rvt_cq_enter);
 
-/* Receive queues, implemented in krwq/get.rs. */
+/* A QP's receive side, implemented in qp/recv.rs. */
 EXPORT_SYMBOL(rvt_get_rwqe);
 
 /* Memory region keys, implemented in mr/keys.rs. */
@@ -51,7 +55,7 @@ EXPORT_SYMBOL(rvt_invalidate_rkey);
 EXPORT_SYMBOL(rvt_lkey_ok);
 EXPORT_SYMBOL(rvt_rkey_ok);
 
-/* Queue pairs, implemented in qp/. */
+/* Queue pairs: errors, timers, the iterator (qp/error.rs, qp/timers.rs, qp/iter.rs). */
 EXPORT_SYMBOL(rvt_error_qp);
 EXPORT_SYMBOL(rvt_rnr_tbl_to_usec);
 EXPORT_SYMBOL(rvt_add_retry_timer_ext);
@@ -63,7 +67,7 @@ EXPORT_SYMBOL(rvt_qp_iter_init);
 EXPORT_SYMBOL(rvt_qp_iter_next);
 EXPORT_SYMBOL(rvt_qp_iter);
 
-/* Posting sends and completing them, implemented in qp/complete.rs. */
+/* Completing sends, and the state table, implemented in qp/complete.rs. */
 EXPORT_SYMBOL(ib_rvt_state_ops);
 EXPORT_SYMBOL(rvt_send_complete);
 EXPORT_SYMBOL(rvt_comm_est);
@@ -76,7 +80,7 @@ EXPORT_SYMBOL(rvt_restart_sge);
 EXPORT_SYMBOL(rvt_compute_aeth);
 EXPORT_SYMBOL(rvt_get_credit);
 
-/* Multicast, implemented in mcast/. */
+/* Multicast, implemented in mcast/verbs.rs. */
 EXPORT_SYMBOL(rvt_mcast_find);
 
 /*
@@ -362,9 +366,11 @@ int rdmavt_rs_put_user_u64(u64 addr, u64 value)
 	return copy_to_user(u64_to_user_ptr(addr), &value, sizeof(value)) ? -EFAULT : 0;
 }
 
+#if IS_ENABLED(CONFIG_KUNIT)
 /*
  * The rdmavt_rs_krwq KUnit suite (krwq/tests.rs): a producer and a consumer kthread, each
- * bound to its own CPU, that tell the test they are done through a completion.
+ * bound to its own CPU, that tell the test they are done through a completion. Test code:
+ * built only with KUnit.
  */
 int rdmavt_rs_kthread_start_on(int (*fn)(void *data), void *data, unsigned int cpu)
 {
@@ -392,6 +398,7 @@ void rdmavt_rs_cond_resched(void)
 {
 	cond_resched();
 }
+#endif /* CONFIG_KUNIT */
 
 /* Loopback (loopback/): the static inline look-ups of the delivery path. */
 struct rvt_qp *rdmavt_rs_rvt_lookup_qpn(struct rvt_dev_info *rdi, struct rvt_ibport *rvp, u32 qpn)

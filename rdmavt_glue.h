@@ -105,10 +105,14 @@ void rdmavt_rs_rvt_put_qp_swqe(struct rvt_qp *qp, struct rvt_swqe *wqe);
 /* Receive queues and SRQs (krwq/, srq/). */
 int rdmavt_rs_ib_copy_from_udata(void *dest, struct ib_udata *udata, size_t len);
 int rdmavt_rs_put_user_u64(u64 addr, u64 value);
+
+#if IS_ENABLED(CONFIG_KUNIT)
+/* The rdmavt_rs_krwq KUnit suite's threads (krwq/tests.rs); not in a build without KUnit. */
 int rdmavt_rs_kthread_start_on(int (*fn)(void *data), void *data, unsigned int cpu);
 __noreturn void rdmavt_rs_kthread_complete_and_exit(struct completion *done);
 void rdmavt_rs_wait_for_completion(struct completion *done);
 void rdmavt_rs_cond_resched(void);
+#endif
 
 /* Loopback (loopback/): rvt_lookup_qpn() (RCU read lock held) and rdma_ah_get_dlid(). */
 struct rvt_dev_info;

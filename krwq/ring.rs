@@ -11,8 +11,11 @@
 //!
 //! The producer side ([`Producer`]: `p_lock`, owns `head`) is what posts; the consumer side
 //! ([`Consumer`]: `c_lock`, owns `tail` and `count`) is what takes WQEs off. Each side sees
-//! the other's index only as an atomic snapshot; a side's own index can only be written
-//! through its guard, and nothing else in the crate can reach the indices at all.
+//! the other's index only as an atomic snapshot. In Rust, a side's own index is written only
+//! through its guard, and the rest of the crate reads the indices only through these guards
+//! and [`Rq::posted_unlocked`]'s lock-free snapshot. That is not exclusivity: user space
+//! writes a user ring's indices whenever it likes (hence the checks), and a C driver may read
+//! a kernel ring's under the same locks.
 
 use core::{marker::PhantomData, mem::size_of, ptr};
 

@@ -27,6 +27,9 @@ impl Entry {
 
 include!("layout_generated.rs");
 
+#[cfg(CONFIG_KUNIT)]
+mod tests;
+
 /// The C compiler's table, compiled into the C glue from the same generated list.
 fn c_layout() -> &'static [bindings::rdmavt_rs_layout_entry] {
     // SAFETY: `rdmavt_rs_layout_c` is a constant array of `rdmavt_rs_layout_c_len` entries
@@ -73,66 +76,4 @@ pub(crate) fn mismatches() -> usize {
         }
     }
     bad
-}
-
-/// The Rust view of one entry, by name.
-#[cfg(CONFIG_KUNIT)]
-fn rust_value(name: &CStr) -> Option<usize> {
-    RUST_LAYOUT.iter().find(|e| e.name == name).map(|e| e.value)
-}
-
-#[kunit_tests(rdmavt_rs_layout)]
-mod tests {
-    use super::*;
-
-    /// Every size, alignment and offset agrees between Rust and C.
-    #[test]
-    fn rust_and_c_agree() {
-        assert_eq!(mismatches(), 0);
-    }
-
-    /// The structs hfi1 touches most are in the tables at all (a generator that dropped them
-    /// would make the comparison above vacuous).
-    #[test]
-    fn covers_driver_structs() {
-        for name in [
-            c"rvt_krwq.(size)",
-            c"rvt_krwq.p_lock",
-            c"rvt_krwq.head",
-            c"rvt_krwq.c_lock",
-            c"rvt_krwq.tail",
-            c"rvt_krwq.count",
-            c"rvt_krwq.curr_wq",
-            c"rvt_krwq.wq",
-            c"rvt_rq.(size)",
-            c"rvt_rq.lock",
-            c"rvt_rwqe.(size)",
-            c"rvt_rwqe.sg_list",
-            c"rvt_sge.(size)",
-            c"rvt_swqe.(size)",
-            c"rvt_swqe.wr",
-            c"rvt_swqe.sg_list",
-            c"rvt_qp.(size)",
-            c"rvt_qp.ibqp",
-            c"rvt_qp.priv",
-            c"rvt_qp.s_lock",
-            c"rvt_qp.r_lock",
-            c"rvt_qp.s_hlock",
-            c"rvt_qp.r_rq",
-            c"rvt_qp.s_wq",
-        ] {
-            assert!(rust_value(name).is_some());
-        }
-    }
-
-    /// The consumer half of the receive ring is on its own cache line: that is the point of
-    /// having two locks, and a packing change would silently undo it.
-    #[test]
-    fn krwq_consumer_on_own_cacheline() {
-        let p = rust_value(c"rvt_krwq.p_lock").unwrap_or(usize::MAX);
-        let c = rust_value(c"rvt_krwq.c_lock").unwrap_or(0);
-        assert_eq!(p, 0);
-        assert_eq!(c % 64, 0);
-        assert!(c >= 64);
-    }
 }

@@ -42,7 +42,9 @@ where
     unsafe { Lock::<(), B>::from_raw(lock.cast()) }
 }
 
-/// A held C spinlock together with exclusive access to the field it protects.
+/// A held C spinlock and, through it, the field it protects. The access is exclusive only
+/// among code that takes the lock to touch the field (C code such as hfi1 included), which is
+/// what the caller of [`Guarded::lock`] promises; the guard cannot check it.
 pub(crate) struct Guarded<'a, T, B: Backend = SpinLockBackend> {
     _guard: Guard<'a, (), B>,
     field: *mut T,

@@ -36,6 +36,7 @@ mod aeth;
 mod responder;
 mod ruc;
 mod sge;
+#[cfg(CONFIG_KUNIT)]
 mod tests;
 
 use kernel::sync::{

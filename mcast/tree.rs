@@ -167,7 +167,8 @@ impl<'a> Tree<'a> {
         }
     }
 
-    /// Whether no group is in the tree.
+    /// Whether no group is in the tree (for the KUnit suite).
+    #[cfg(CONFIG_KUNIT)]
     pub(crate) fn is_empty(&self) -> bool {
         // SAFETY: `root` is valid and its lock held (type invariant).
         unsafe { (*self.root).rb_node.is_null() }

@@ -40,11 +40,12 @@ mod error;
 mod fields;
 mod iter;
 mod modify;
-mod post_tests;
 mod qpn;
 mod recv;
 mod reset;
 mod send;
+#[cfg(CONFIG_KUNIT)]
+mod tests;
 mod timers;
 
 pub(crate) use complete::dereg_clean_qps;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * C glue of rvt_loop.ko: the sysfs attributes of each port, which ib_sysfs.h's macros build
- * and which the shared bindings do not reach, and the send engine's calls into rdmavt (weak,
- * see below). Logic lives in Rust.
+ * and which the shared bindings do not reach, and the send engine's calls into rdmavt (ordinary
+ * imports of either rdmavt module's exports, see below). Logic lives in Rust.
  */
 
 #include <linux/sysfs.h>

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# The test mode, inside the guest (started by tests/run-vm.sh through scripts/vm.sh, with the
+# The test mode, inside the guest (started by tests/check.sh through scripts/vm.sh, with the
 # chosen rdmavt already loaded). Writes into $RDMAVT_RS_OUT:
 #   kunit.log      the kernel log as it stood after the modules' KUnit suites ran at load time
 #   NAME.tap       the TAP output of each kselftest program under tests/kselftest/

@@ -8,7 +8,7 @@
 use kernel::prelude::*;
 
 #[kunit_tests(rdmavt_rs_qp_post)]
-mod tests {
+mod suite {
     use core::{mem::size_of, ptr};
 
     use kernel::{alloc::flags::__GFP_ZERO, ffi::c_int, prelude::*};
