@@ -13,6 +13,7 @@ use core::ptr;
 use kernel::{
     prelude::*,
     sync::{
+        aref::ARef,
         atomic::{atomic_load, Acquire},
         rcu,
     },
@@ -140,16 +141,17 @@ pub(crate) unsafe extern "C" fn rvt_qp_iter(
     let mut guard = rcu::read_lock();
     // SAFETY: RCU is held, on this and every later call of the walk.
     while unsafe { rvt_qp_iter_next(&mut iter) } == 0 {
-        // SAFETY: `iter.qp` is a live QP under RCU; the reference keeps it after RCU ends.
-        let qp = unsafe { Qp::from_raw(iter.qp) };
-        qp.get();
+        // The counted reference keeps the QP alive once RCU ends, during the callback.
+        // SAFETY: `iter.qp` is a live QP under RCU, where the walk found it.
+        let held = ARef::from(unsafe { Qp::from_raw(iter.qp) });
         drop(guard);
-        // SAFETY: the caller's callback, with a QP it holds a reference on.
-        unsafe { cb(iter.qp, iter.v) };
+        // SAFETY: the caller's callback, with a QP on which we hold a reference for it (C's
+        // contract: the callback borrows the iterator's reference, it does not own one).
+        unsafe { cb(held.as_raw(), iter.v) };
         guard = rcu::read_lock();
-        // SAFETY: gives back the reference taken above; the walk only reads `next` of the QP
-        // under RCU from here, as C does.
-        unsafe { qp.put() };
+        // Given back only under RCU, as C does: the walk goes on from the QP's `next`, which
+        // RCU keeps readable once the count no longer does.
+        drop(held);
     }
     drop(guard);
 }

@@ -7,7 +7,7 @@
 //! The bitmap's pages are set and cleared with atomic bit operations, as in C, because a
 //! driver with its own `alloc_qpn` (qib) works on the same pages.
 
-use core::ptr;
+use core::ptr::{self, NonNull};
 
 use kernel::{
     alloc::flags::__GFP_ZERO,
@@ -15,6 +15,7 @@ use kernel::{
     page::PAGE_SIZE,
     prelude::*,
     sync::{
+        aref::ARef,
         atomic::{atomic_load, atomic_store, Relaxed, Release},
         lock::{
             spinlock::{SpinLockBackend, SpinLockIrqBackend},
@@ -432,10 +433,13 @@ impl Qp {
     /// `rvt_insert_qp`: makes the QP findable by the receive path; the table holds a
     /// reference.
     pub(super) fn insert(&self) {
-        self.get();
+        // The table's reference lives on as the table's C pointer to the QP; `remove` takes
+        // it back.
+        let raw = ARef::into_raw(ARef::from(self))
+            .as_ptr()
+            .cast::<bindings::rvt_qp>();
         let qp_dev = QpDev::of(self.device());
         let _guard = qp_dev.table_lock();
-        let raw = self.as_raw();
         match self.special_slot() {
             // SAFETY: `slot` is a port's special QP slot; `qpt_lock` is held.
             Some(slot) => unsafe { atomic_store(slot, raw, Release) },
@@ -470,8 +474,10 @@ impl Qp {
         drop(guard);
         if removed {
             rcu::synchronize_rcu();
-            // SAFETY: this is the reference `insert` took for the table.
-            unsafe { self.put() };
+            // SAFETY: this is the reference `insert` gave the table with `ARef::into_raw`;
+            // the QP is out of the table and no reader can still see it, so it is ours to
+            // drop; `self` stays valid after it, as the caller's `&Qp` does not rest on it.
+            drop(unsafe { ARef::from_raw(NonNull::from(self)) });
         }
     }
 }
