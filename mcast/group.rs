@@ -8,10 +8,13 @@ use core::ptr::NonNull;
 
 use kernel::{
     prelude::*,
-    sync::atomic::{Atomic, Relaxed},
+    sync::{
+        aref::ARef,
+        atomic::{Atomic, Relaxed},
+    },
 };
 
-use crate::bindings;
+use crate::{bindings, qp::Qp};
 
 /// The MGID's 16 bytes, which order the tree (C compares them with memcmp).
 pub(crate) fn gid_bytes(gid: &bindings::ib_gid) -> [u8; 16] {
@@ -23,24 +26,21 @@ pub(crate) fn gid_bytes(gid: &bindings::ib_gid) -> [u8; 16] {
 ///
 /// # Invariants
 ///
-/// `self.0` is a `KBox`-allocated `rvt_mcast_qp`, on no list, whose `qp` holds a reference
-/// taken with `rvt_get_qp()` that this handle owns.
+/// `self.0` is a `KBox`-allocated `rvt_mcast_qp`, on no list, whose `qp` is an [`ARef<Qp>`]
+/// given up with [`ARef::into_raw`], owned by this handle.
 pub(crate) struct Member(NonNull<bindings::rvt_mcast_qp>);
 
 impl Member {
     /// A member for `qp`, taking a reference on it: `rvt_mcast_qp_alloc()`.
-    ///
-    /// # Safety
-    ///
-    /// `qp` is a live QP whose `refcount` is in use (create_qp set it up).
-    pub(crate) unsafe fn new(qp: *mut bindings::rvt_qp) -> Result<Self> {
+    pub(crate) fn new(qp: &Qp) -> Result<Self> {
         let mqp = bindings::rvt_mcast_qp {
             list: bindings::list_head::default(),
-            qp,
+            qp: qp.as_raw(),
         };
         let mqp = KBox::into_raw(KBox::new(mqp, GFP_KERNEL)?);
-        // SAFETY: the caller guarantees `qp` is live.
-        unsafe { bindings::rdmavt_rs_rvt_get_qp(qp) };
+        // The member's reference lives on as its C pointer to the QP, which hfi1 follows;
+        // `drop` takes it back.
+        ARef::into_raw(ARef::from(qp));
         // INVARIANT: fresh allocation, on no list, with the QP reference just taken.
         // SAFETY: `KBox::into_raw` never returns NULL.
         Ok(Self(unsafe { NonNull::new_unchecked(mqp) }))
@@ -74,10 +74,13 @@ impl Drop for Member {
     /// `rvt_mcast_qp_free()`: drops the QP reference and frees the member.
     fn drop(&mut self) {
         let mqp = self.0.as_ptr();
-        // SAFETY: the handle owns the allocation and one QP reference (type invariant); the
-        // QP is not touched after its reference is dropped.
+        // SAFETY: the handle owns the allocation and the QP reference that `new` gave up
+        // with `ARef::into_raw` (type invariant); `qp` is that pointer, never NULL. The QP is
+        // not touched after its reference is dropped.
         unsafe {
-            bindings::rdmavt_rs_rvt_put_qp((*mqp).qp);
+            drop(ARef::from_raw(NonNull::new_unchecked(
+                (*mqp).qp.cast::<Qp>(),
+            )));
             drop(KBox::from_raw(mqp));
         }
     }

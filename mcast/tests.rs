@@ -11,7 +11,7 @@ mod suite {
         group::{Group, Member},
         tree::{AttachError, Attached, GroupCount, Limits, NotAttached, Tree},
     };
-    use crate::{bindings, lock::spin_lock_init};
+    use crate::{bindings, lock::spin_lock_init, qp::Qp};
     use kernel::{prelude::*, sync::atomic::Relaxed};
 
     /// A zeroed C struct on the heap (too big for the stack, for `rvt_qp`).
@@ -82,8 +82,9 @@ mod suite {
             limits: Limits,
         ) -> Result<Attached, AttachError> {
             let group = Group::new(gid, lid).expect("allocation");
-            // SAFETY: a fake QP with a live refcount.
-            let member = unsafe { Member::new(self.qp(n)) }.expect("allocation");
+            // SAFETY: a fake QP, alive as long as `self`, whose refcount (the only field a
+            // member touches) is live; no lock of it is taken.
+            let member = Member::new(unsafe { Qp::from_raw(self.qp(n)) }).expect("allocation");
             let (lock, count) = (&raw mut *self.count_lock, &raw mut *self.count);
             // SAFETY: as in `count`.
             let groups = unsafe { GroupCount::new(lock, count) };

@@ -47,8 +47,7 @@ fn attach(qp: &Qp, gid: &bindings::ib_gid, lid: u16) -> Result {
     let port = port_of(dev, port_num)?;
     // Allocated before the lock, as in C: most attaches need both.
     let group = Group::new(gid, lid)?;
-    // SAFETY: ib_core passes a live QP of ours, whose refcount create_qp set up.
-    let member = unsafe { Member::new(qp.as_raw()) }?;
+    let member = Member::new(qp)?;
     let (res, unused) = {
         // SAFETY: the driver initialised the port's lock before registering (rvt_init_port),
         // and its tree holds only our groups.

@@ -18,8 +18,9 @@
 //!   `modify_qp` can make them stale, never torn).
 //!
 //! Left out on purpose: the atomics (`refcount`, `r_aflags`, `s_reserved_used`,
-//! `local_ops_pending`), which [`Qp`] changes atomically with no lock, and the memory the locks
-//! themselves and the timers live in.
+//! `local_ops_pending`), which [`Qp`] changes atomically with no lock (`refcount` only through
+//! its `AlwaysRefCounted`), the QPN hash link `next` (under the table's `qpt_lock`, see
+//! [`Qp::next_link`]), and the memory the locks themselves and the timers live in.
 
 use core::ptr;
 
@@ -335,6 +336,13 @@ impl Qp {
     pub(crate) fn s_rnr_timer(&self) -> *mut bindings::hrtimer {
         // SAFETY: only a field address of the live QP.
         unsafe { &raw mut (*self.as_raw()).s_rnr_timer }
+    }
+
+    /// `next`, the QP's link in its QPN hash chain: written under the table's `qpt_lock`
+    /// (qp/qpn.rs), followed under RCU by the lookups and the QP iterator. The address only.
+    pub(crate) fn next_link(&self) -> *mut *mut bindings::rvt_qp {
+        // SAFETY: only a field address of the live QP.
+        unsafe { &raw mut (*self.as_raw()).next }
     }
 
     /// The receive CQ, fixed at creation.

@@ -13,12 +13,13 @@ use core::ptr;
 use kernel::{
     prelude::*,
     sync::{
+        aref::ARef,
         atomic::{atomic_load, Acquire},
         rcu,
     },
 };
 
-use super::Qp;
+use super::{qpn::QpDev, Qp};
 use crate::{bindings, device::Device, macros::c_export};
 
 /// The callback type of the iterator.
@@ -71,15 +72,17 @@ c_export!(rvt_qp_iter_init);
 pub(crate) unsafe extern "C" fn rvt_qp_iter_next(iter: *mut bindings::rvt_qp_iter) -> i32 {
     // SAFETY: the caller's guarantee.
     let iter = unsafe { &mut *iter };
-    // SAFETY: the device is registered, so its QP table exists and is fixed.
-    let qp_dev = unsafe { (*iter.rdi).qp_dev };
-    // SAFETY: as above.
-    let size = unsafe { (*qp_dev).qp_table_size } as i32;
+    // SAFETY: `rdi` is a device of ours, registered (or being unregistered by `qp::exit`,
+    // which walks it before it frees the QP table).
+    let dev = unsafe { Device::from_raw(iter.rdi) };
+    let qp_dev = QpDev::of(dev);
+    // CAST: a table size, far below `i32::MAX` (C too compares it with the int position).
+    let size = qp_dev.size() as i32;
     let mut prev = iter.qp;
     while iter.n < size + iter.specials {
         // SAFETY: RCU is held (caller's guarantee), so every QP reached here stays allocated;
-        // the indices are in range of the ports array and the table.
-        let next = unsafe { slot_after(iter, prev) };
+        // `prev` is NULL or the QP the walk reached last, and `iter.n` is a position.
+        let next = unsafe { slot_after(iter, dev, qp_dev, prev) };
         if !next.is_null() {
             iter.qp = next;
             return 0;
@@ -96,30 +99,38 @@ c_export!(rvt_qp_iter_next);
 ///
 /// # Safety
 ///
-/// Inside RCU; `prev` is NULL or a QP reached by this walk; `iter.n` is a valid position.
+/// Inside RCU; `prev` is NULL or a QP reached by this walk; `iter.n` is a valid position;
+/// `dev` and `qp_dev` are the walk's device and its QP table.
 unsafe fn slot_after(
     iter: &bindings::rvt_qp_iter,
+    dev: &Device,
+    qp_dev: QpDev,
     prev: *mut bindings::rvt_qp,
 ) -> *mut bindings::rvt_qp {
-    // SAFETY: the caller's guarantee. ORDERING: Acquire pairs with the Release stores that
-    // publish a QP (qp/qpn.rs), so its fields are visible once the pointer is.
-    unsafe {
-        let slot = if !prev.is_null() {
-            &raw mut (*prev).next
-        } else if iter.n < iter.specials {
-            // Two special QPs (0 and 1) per port, from port 1 on.
-            // CAST: `0 <= n < specials`, twice the port count.
-            let Ok(port) = Device::from_raw(iter.rdi).port((iter.n / 2 + 1) as u32) else {
-                return ptr::null_mut();
-            };
-            &raw mut (*port.as_raw()).qp[(iter.n & 1) as usize]
-        } else {
-            (*(*iter.rdi).qp_dev)
-                .qp_table
-                .add((iter.n - iter.specials) as usize)
-        };
-        atomic_load(slot, Acquire)
-    }
+    let slot = if !prev.is_null() {
+        // SAFETY: a QP this walk reached under RCU, which the caller still holds: the QP stays
+        // allocated, and its `next` readable, until the read section ends.
+        unsafe { Qp::from_raw(prev) }.next_link()
+    } else if iter.n < iter.specials {
+        // Two special QPs (0 and 1) per port, from port 1 on.
+        // CAST: `0 <= n < specials`, twice the port count.
+        let port = dev.port((iter.n / 2 + 1) as u32).ok();
+        // CAST: 0 or 1.
+        match port.and_then(|port| port.special_qp_slot((iter.n & 1) as u32)) {
+            Some(slot) => slot,
+            None => return ptr::null_mut(),
+        }
+    } else {
+        // CAST: `specials <= n < specials + size`: a bucket of the table.
+        match qp_dev.nth_bucket((iter.n - iter.specials) as u32) {
+            Some(bucket) => bucket,
+            None => return ptr::null_mut(),
+        }
+    };
+    // SAFETY: a slot of the port, the table or a QP that RCU keeps alive (above).
+    // ORDERING: Acquire pairs with the Release stores that publish a QP (qp/qpn.rs), so its
+    // fields are visible once the pointer is.
+    unsafe { atomic_load(slot, Acquire) }
 }
 
 /// `rvt_qp_iter`: calls `cb(qp, v)` for each QP of `rdi`, outside RCU and with a reference
@@ -140,16 +151,17 @@ pub(crate) unsafe extern "C" fn rvt_qp_iter(
     let mut guard = rcu::read_lock();
     // SAFETY: RCU is held, on this and every later call of the walk.
     while unsafe { rvt_qp_iter_next(&mut iter) } == 0 {
-        // SAFETY: `iter.qp` is a live QP under RCU; the reference keeps it after RCU ends.
-        let qp = unsafe { Qp::from_raw(iter.qp) };
-        qp.get();
+        // The counted reference keeps the QP alive once RCU ends, during the callback.
+        // SAFETY: `iter.qp` is a live QP under RCU, where the walk found it.
+        let held = ARef::from(unsafe { Qp::from_raw(iter.qp) });
         drop(guard);
-        // SAFETY: the caller's callback, with a QP it holds a reference on.
-        unsafe { cb(iter.qp, iter.v) };
+        // SAFETY: the caller's callback, with a QP on which we hold a reference for it (C's
+        // contract: the callback borrows the iterator's reference, it does not own one).
+        unsafe { cb(held.as_raw(), iter.v) };
         guard = rcu::read_lock();
-        // SAFETY: gives back the reference taken above; the walk only reads `next` of the QP
-        // under RCU from here, as C does.
-        unsafe { qp.put() };
+        // Given back only under RCU, as C does: the walk goes on from the QP's `next`, which
+        // RCU keeps readable once the count no longer does.
+        drop(held);
     }
     drop(guard);
 }

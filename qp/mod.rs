@@ -59,10 +59,13 @@ pub(crate) use qpn::{driver_init, exit};
 pub(crate) use recv::{post_recv, GetWqe};
 pub(crate) use send::post_send;
 
-use core::{marker::PhantomData, mem::ManuallyDrop};
+use core::{marker::PhantomData, mem::ManuallyDrop, ptr::NonNull};
 
 use kernel::{
-    sync::lock::{spinlock::SpinLockIrqBackend, Guard},
+    sync::{
+        aref::AlwaysRefCounted,
+        lock::{spinlock::SpinLockIrqBackend, Guard},
+    },
     types::Opaque,
 };
 
@@ -70,12 +73,39 @@ use crate::{bindings, device::Device, lock::c_lock};
 
 /// A QP of one of our devices.
 ///
+/// A `&Qp` lives no longer than what keeps the QP alive: ib_core during a verb, an RCU read
+/// section in which the QP was found in the QPN table, or a counted reference. To keep the QP
+/// beyond that, take a counted one: `ARef::<Qp>::from(qp)` (`rvt_get_qp()`), given back
+/// (`rvt_put_qp()`) when the `ARef` drops.
+///
 /// # Invariants
 ///
-/// Wraps a live `rvt_qp` that `create_qp` initialised (so its locks are initialised), and that
-/// stays alive while the reference to this wrapper exists.
+/// Wraps a live `rvt_qp` that `create_qp` initialised (so its locks and its `refcount` are
+/// initialised), and that stays alive while the reference to this wrapper exists.
 #[repr(transparent)]
 pub(crate) struct Qp(Opaque<bindings::rvt_qp>);
+
+// SAFETY: `rvt_get_qp()` and `rvt_put_qp()` are the QP's count (`refcount`: zero in the zeroed
+// QP that ib_core allocates, set to zero again by `create_qp` before anything can find the QP,
+// so every QP is counted from the start). A counted reference keeps the QP alive:
+// `destroy_qp` first unpublishes the QP (the reset takes it out of the QPN table and waits for
+// an RCU grace period, so no reader of the table can still find it and count it), then waits
+// for the count to reach zero (`rdmavt_rs_wait_qp_unused`, C's `wait_event(qp->wait,
+// !atomic_read(&qp->refcount))`, which `rvt_put_qp()` wakes when it drops the last), and only
+// then frees the QP.
+unsafe impl AlwaysRefCounted for Qp {
+    fn inc_ref(&self) {
+        // SAFETY: a live QP (type invariant), whose `refcount` is an initialised atomic_t;
+        // its destroyer cannot be past its wait for the count while `self` is borrowed.
+        unsafe { bindings::rdmavt_rs_rvt_get_qp(self.as_raw()) }
+    }
+
+    unsafe fn dec_ref(obj: NonNull<Self>) {
+        // SAFETY: the caller gives back a reference it owns, so the QP is still live; after
+        // this the QP may be freed, and it is not touched again here.
+        unsafe { bindings::rdmavt_rs_rvt_put_qp(obj.as_ptr().cast()) }
+    }
+}
 
 impl Qp {
     /// # Safety
@@ -122,24 +152,6 @@ impl Qp {
     pub(crate) fn qp_type(&self) -> bindings::ib_qp_type {
         // SAFETY: `qp_type` is written once, before the QP is published.
         unsafe { (*self.ibqp()).qp_type }
-    }
-
-    /// Takes a reference that keeps the QP from being freed: `rvt_get_qp()`.
-    pub(crate) fn get(&self) {
-        // SAFETY: `refcount` is an atomic_t of a live QP.
-        unsafe { bindings::rdmavt_rs_rvt_get_qp(self.as_raw()) }
-    }
-
-    /// Drops a reference from [`Qp::get`], waking a destroyer that waits for the last one:
-    /// `rvt_put_qp()`.
-    ///
-    /// # Safety
-    ///
-    /// The caller owns a reference taken with [`Qp::get`] (or the QP's own, on destroy), and
-    /// does not touch the QP after this call unless it holds another.
-    pub(crate) unsafe fn put(&self) {
-        // SAFETY: the caller gives back a reference it owns.
-        unsafe { bindings::rdmavt_rs_rvt_put_qp(self.as_raw()) }
     }
 
     /// Takes `r_lock`: the responder state (`r_*` fields, the receive queue's consumer side

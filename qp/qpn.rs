@@ -7,7 +7,7 @@
 //! The bitmap's pages are set and cleared with atomic bit operations, as in C, because a
 //! driver with its own `alloc_qpn` (qib) works on the same pages.
 
-use core::ptr;
+use core::ptr::{self, NonNull};
 
 use kernel::{
     alloc::flags::__GFP_ZERO,
@@ -15,6 +15,7 @@ use kernel::{
     page::PAGE_SIZE,
     prelude::*,
     sync::{
+        aref::ARef,
         atomic::{atomic_load, atomic_store, Relaxed, Release},
         lock::{
             spinlock::{SpinLockBackend, SpinLockIrqBackend},
@@ -27,7 +28,7 @@ use kernel::{
 use super::Qp;
 use crate::{
     bindings,
-    device::Device,
+    device::{Device, Port},
     lock::{lock_raw, spin_lock_init},
 };
 
@@ -84,6 +85,23 @@ impl QpDev {
                 .qp_table
                 .add(hash_32(qpn, (*self.0).qp_table_bits) as usize)
         }
+    }
+
+    /// The number of buckets in the hash table, fixed at registration.
+    pub(super) fn size(&self) -> u32 {
+        // SAFETY: valid by the type invariant; written once by `init_tables`.
+        unsafe { (*self.0).qp_table_size }
+    }
+
+    /// Bucket `i` of the hash table, in table order (the QP iterator's walk); `None` past
+    /// the end.
+    pub(super) fn nth_bucket(&self, i: u32) -> Option<*mut *mut bindings::rvt_qp> {
+        if i >= self.size() {
+            return None;
+        }
+        // SAFETY: valid by the type invariant; `qp_table` has `qp_table_size` entries and
+        // `i` is below that; only the entry's address is taken.
+        Some(unsafe { (*self.0).qp_table.add(i as usize) })
     }
 
     /// Takes `qpt_lock`, which serialises the writers of the hash table and the ports'
@@ -418,24 +436,21 @@ impl Qp {
         if qpn > 1 {
             return None;
         }
-        // SAFETY: `port_num` of a special QP is fixed at creation, and create_qp checked it.
-        let port_num = u32::from(unsafe { (*self.as_raw()).port_num });
-        let port = self.device().port(port_num).ok()?;
-        // SAFETY: a live port; `qp` has two entries and `qpn <= 1`.
-        Some(unsafe {
-            (&raw mut (*port.as_raw()).qp)
-                .cast::<*mut bindings::rvt_qp>()
-                .add(qpn as usize)
-        })
+        // A special QP's port is fixed at creation, which checked it.
+        let port_num = u32::from(self.port_num_unlocked());
+        self.device().port(port_num).ok()?.special_qp_slot(qpn)
     }
 
     /// `rvt_insert_qp`: makes the QP findable by the receive path; the table holds a
     /// reference.
     pub(super) fn insert(&self) {
-        self.get();
+        // The table's reference lives on as the table's C pointer to the QP; `remove` takes
+        // it back.
+        let raw = ARef::into_raw(ARef::from(self))
+            .as_ptr()
+            .cast::<bindings::rvt_qp>();
         let qp_dev = QpDev::of(self.device());
         let _guard = qp_dev.table_lock();
-        let raw = self.as_raw();
         match self.special_slot() {
             // SAFETY: `slot` is a port's special QP slot; `qpt_lock` is held.
             Some(slot) => unsafe { atomic_store(slot, raw, Release) },
@@ -444,7 +459,7 @@ impl Qp {
                 // SAFETY: `qpt_lock` is held, which serialises writers of the bucket and of
                 // `next`; readers see the QP only once it is linked (Release).
                 unsafe {
-                    (*raw).next = *bucket;
+                    *self.next_link() = *bucket;
                     atomic_store(bucket, raw, Release);
                 }
             }
@@ -465,13 +480,15 @@ impl Qp {
                 true
             }
             // SAFETY: `qpt_lock` is held.
-            _ => unsafe { unlink(qp_dev.bucket(self.qpn()), raw) },
+            _ => unsafe { unlink(qp_dev.bucket(self.qpn()), self) },
         };
         drop(guard);
         if removed {
             rcu::synchronize_rcu();
-            // SAFETY: this is the reference `insert` took for the table.
-            unsafe { self.put() };
+            // SAFETY: this is the reference `insert` gave the table with `ARef::into_raw`;
+            // the QP is out of the table and no reader can still see it, so it is ours to
+            // drop; `self` stays valid after it, as the caller's `&Qp` does not rest on it.
+            drop(unsafe { ARef::from_raw(NonNull::from(self)) });
         }
     }
 }
@@ -481,7 +498,7 @@ impl Qp {
 /// # Safety
 ///
 /// `qpt_lock` is held and `link` is a bucket of the table.
-unsafe fn unlink(mut link: *mut *mut bindings::rvt_qp, qp: *mut bindings::rvt_qp) -> bool {
+unsafe fn unlink(mut link: *mut *mut bindings::rvt_qp, qp: &Qp) -> bool {
     loop {
         // SAFETY: the lock is held (caller's guarantee), so the chain does not change;
         // every QP on it is live.
@@ -489,12 +506,30 @@ unsafe fn unlink(mut link: *mut *mut bindings::rvt_qp, qp: *mut bindings::rvt_qp
         if q.is_null() {
             return false;
         }
-        if q == qp {
+        if q == qp.as_raw() {
             // SAFETY: as above; readers see either `qp` or its successor.
-            unsafe { atomic_store(link, (*qp).next, Release) };
+            unsafe { atomic_store(link, *qp.next_link(), Release) };
             return true;
         }
-        // SAFETY: `q` is a live QP on the chain.
-        link = unsafe { &raw mut (*q).next };
+        // SAFETY: `q` is a live, published QP on the chain (the table holds a reference to
+        // it), which stays so while the lock is held.
+        link = unsafe { Qp::from_raw(q) }.next_link();
+    }
+}
+
+impl Port {
+    /// The port's slot for its SMI (`qpn` 0) or GSI (`qpn` 1) QP, `None` for any other
+    /// number. Written under `qpt_lock`, read under RCU.
+    pub(super) fn special_qp_slot(&self, qpn: u32) -> Option<*mut *mut bindings::rvt_qp> {
+        if qpn > 1 {
+            return None;
+        }
+        // SAFETY: a live port (the device's ports live as long as it does); `qp` has two
+        // entries and `qpn <= 1`; only the slot's address is taken.
+        Some(unsafe {
+            (&raw mut (*self.as_raw()).qp)
+                .cast::<*mut bindings::rvt_qp>()
+                .add(qpn as usize)
+        })
     }
 }
