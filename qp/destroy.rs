@@ -4,7 +4,7 @@
 
 use kernel::ffi::c_int;
 
-use super::{create, qpn, Qp};
+use super::{create, qpn, OwnedQp, Qp};
 use crate::bindings;
 
 /// `ib_device_ops.destroy_qp`: resets the QP (which stops it and unpublishes it), waits for
@@ -18,22 +18,18 @@ pub(crate) unsafe extern "C" fn destroy_qp(
     ibqp: *mut bindings::ib_qp,
     _udata: *mut bindings::ib_udata,
 ) -> c_int {
-    // SAFETY: ib_core passes a live QP of ours.
-    let qp = unsafe { Qp::from_ib(ibqp) };
-    qp.reset();
-    // SAFETY: a live QP; the reset took it out of the lookup table, so only holders of a
-    // reference taken before can still reach it, and they drop it.
-    unsafe { bindings::rdmavt_rs_wait_qp_unused(qp.as_raw()) };
+    // SAFETY: ib_core passes a live QP of ours, once, and calls no other verb on it.
+    let mut qp = unsafe { OwnedQp::drain(Qp::from_ib(ibqp)) };
     let dev = qp.device();
     qpn::free_qpn(dev, qp.qpn());
     create::count_gone(dev, qp.qp_type());
-    let raw = qp.as_raw();
-    // SAFETY: no references are left and ib_core calls no other verb on a QP it destroys.
+    let mut f = qp.fields();
+    // SAFETY: ib_core's helper, which drops the references the address vectors hold.
     unsafe {
-        bindings::rdma_destroy_ah_attr(&mut (*raw).remote_ah_attr);
-        bindings::rdma_destroy_ah_attr(&mut (*raw).alt_ah_attr);
-        qp.free_resources(true);
+        bindings::rdma_destroy_ah_attr(f.remote_ah_attr_mut());
+        bindings::rdma_destroy_ah_attr(f.alt_ah_attr_mut());
     }
+    qp.free_resources(true);
     0
 }
 

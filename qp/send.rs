@@ -506,7 +506,7 @@ impl Qp {
         // SAFETY: the slot is ours. A UD QP's slots each have an `attr` allocated at creation;
         // the request's AH was checked to be live and of the QP's PD, the head of an `rvt_ah`.
         unsafe {
-            if h.allowed_ops() == bindings::IB_OPCODE_UD as u8 {
+            if self.allowed_ops() == bindings::IB_OPCODE_UD as u8 {
                 let ud = &raw mut (*wqe).__bindgen_anon_1.ud_wr;
                 let ah = (*ud).wr.ah.cast::<bindings::rvt_ah>();
                 log_pmtu = (*ah).log_pmtu;
