@@ -274,6 +274,9 @@ impl OwnedQp<'_> {
 macro_rules! unlocked_reads {
     ($($field:ident: $ty:ty,)*) => {
         ::kernel::macros::paste! {
+            // Generated for the whole list, which states what C reads with no lock; `pmtu`'s
+            // reader waits for the driver callback that reads it in `query_qp`.
+            #[allow(dead_code)]
             impl Qp {
                 $(
                     #[doc = concat!("`", stringify!($field), "` read with no lock, as C reads \
@@ -290,12 +293,48 @@ macro_rules! unlocked_reads {
     };
 }
 
+// The data path's few, and what `query_qp` reports: C reads all of it with no lock.
 unlocked_reads! {
     state: u8,
     remote_qpn: u32,
     port_num: u8,
     r_msn: u32,
     s_rnr_retry_cnt: u8,
+    pmtu: u16,
+    s_mig_state: u8,
+    qkey: u32,
+    r_psn: u32,
+    s_next_psn: u32,
+    qp_access_flags: u8,
+    s_pkey_index: u8,
+    s_alt_pkey_index: u8,
+    s_draining: u8,
+    s_max_rd_atomic: u8,
+    r_max_rd_atomic: u8,
+    r_min_rnr_timer: u8,
+    timeout: u8,
+    s_retry_cnt: u8,
+    alt_timeout: u8,
+    s_flags: u32,
+    // For a report only (see `post_send`'s check of `s_avail`): `s_lock`'s fields.
+    s_tail: u32,
+    s_cur: u32,
+    s_acked: u32,
+}
+
+impl Qp {
+    /// The primary and alternate address vectors, copied with no lock as C's `query_qp`
+    /// copies them: a racing `modify_qp` can leave the copy half old, half new.
+    pub(crate) fn ah_attrs_unlocked(&self) -> (bindings::rdma_ah_attr, bindings::rdma_ah_attr) {
+        let qp = self.as_raw();
+        // SAFETY: a live QP (type invariant); volatile copies of plain data, each read once.
+        unsafe {
+            (
+                core::ptr::read_volatile(&raw const (*qp).remote_ah_attr),
+                core::ptr::read_volatile(&raw const (*qp).alt_ah_attr),
+            )
+        }
+    }
 }
 
 // The send queue's two indices, each written under one lock and read by the other side
