@@ -304,7 +304,7 @@ impl Qp {
         // SAFETY: `s_ack_queue` is allocated at creation (NULL for QPs that have none), with
         // `max_rdma_atomic + 1` entries, each holding a region reference while in use.
         unsafe {
-            let acks = (*self.as_raw()).s_ack_queue;
+            let acks = self.s_ack_queue();
             let entries = if acks.is_null() {
                 0
             } else {
@@ -336,14 +336,16 @@ c_export!(rvt_qp_mr_clean);
 /// that [`dereg_clean_qps`] passed.
 unsafe extern "C" fn dereg_clean_qp(qp: *mut bindings::rvt_qp, v: u64) {
     let mr = v as usize as *mut bindings::rvt_mregion;
+    // SAFETY: the QP is live (the iterator holds a reference).
+    let qp = unsafe { Qp::from_raw(qp) };
     // SAFETY: `v` is the live region `dereg_clean_qps` passed; its PD and key are fixed
-    // while it is being deregistered. The QP is live (the iterator holds a reference).
-    unsafe {
-        if (*mr).pd != (*qp).ibqp.pd {
-            return;
-        }
-        Qp::from_raw(qp).mr_clean((*mr).lkey);
+    // while it is being deregistered.
+    let (pd, lkey) = unsafe { ((*mr).pd, (*mr).lkey) };
+    // The QP's `rvt_pd` is headed by its `ib_pd`, which the region names.
+    if pd != qp.pd().cast() {
+        return;
     }
+    qp.mr_clean(lkey);
 }
 
 /// `rvt_dereg_clean_qps`: makes every QP of `dev` that references `mr` let go of it, so that

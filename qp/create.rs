@@ -5,7 +5,8 @@
 //!
 //! ib_core allocates the `rvt_qp` zeroed (`size_ib_qp`) and hands us its `ib_qp` head. Every
 //! resource a QP owns is recorded in its C fields as soon as it exists, so one function,
-//! [`Qp::free_resources`], unwinds a failed creation and finishes a destroy alike.
+//! [`OwnedQp::free_resources`], unwinds a failed creation and finishes a destroy alike. Both
+//! run on an [`OwnedQp`]: the QP that nobody else sees yet, or any more.
 
 use core::{ffi::c_void, mem::size_of};
 
@@ -13,13 +14,12 @@ use kernel::{ffi::c_int, prelude::*};
 
 use super::{
     qpn::{self, QpnRequest, AIP_QP_BASE},
-    Qp,
+    OwnedQp, Qp,
 };
 use crate::{
     bindings,
     device::Device,
     krwq::{self, ring::rwqe_size},
-    lock::spin_lock_init,
     mmap::MmapInfo,
 };
 
@@ -43,10 +43,9 @@ pub(crate) unsafe extern "C" fn create_qp(
     init_attr: *mut bindings::ib_qp_init_attr,
     udata: *mut bindings::ib_udata,
 ) -> c_int {
-    // SAFETY: ib_core allocated the QP with `size_ib_qp`: the head of a zeroed `rvt_qp`. Its
-    // locks are not initialised yet, which `Qp`'s invariant asks for: `create` initialises
-    // them before anything takes one.
-    let qp = unsafe { Qp::from_ib(ibqp) };
+    // SAFETY: ib_core allocated the QP with `size_ib_qp` for this call: the head of a zeroed
+    // `rvt_qp`, which it hands to no other verb before this returns; `qp` is dropped here.
+    let mut qp = unsafe { OwnedQp::new(ibqp) };
     // SAFETY: ib_core passes valid attributes, which the reply's capabilities go back into.
     let init = unsafe { &mut *init_attr };
     match qp.create(init, udata) {
@@ -150,9 +149,9 @@ struct Progress {
     numbered: bool,
 }
 
-impl Qp {
+impl OwnedQp<'_> {
     fn create(
-        &self,
+        &mut self,
         init: &mut bindings::ib_qp_init_attr,
         udata: *mut bindings::ib_udata,
     ) -> Result {
@@ -164,8 +163,7 @@ impl Qp {
             if progress.numbered {
                 qpn::free_qpn(dev, self.qpn());
             }
-            // SAFETY: the QP never became visible to anyone but this call.
-            unsafe { self.free_resources(progress.driver_priv) };
+            self.free_resources(progress.driver_priv);
         }
         res
     }
@@ -173,7 +171,7 @@ impl Qp {
     /// Everything after the checks, in C's order. On error, the caller frees what was
     /// recorded in the QP, and what `progress` says was taken.
     fn set_up(
-        &self,
+        &mut self,
         dev: &Device,
         init: &mut bindings::ib_qp_init_attr,
         shape: &Shape,
@@ -206,13 +204,12 @@ impl Qp {
 
     /// The send queue, the receive SGE list, RC's ack queue and the timers.
     fn alloc_queues(
-        &self,
+        &mut self,
         dev: &Device,
         init: &bindings::ib_qp_init_attr,
         shape: &Shape,
     ) -> Result {
         let node = dev.dparms().node;
-        let qp = self.as_raw();
         let slot = size_of::<bindings::rvt_swqe>()
             + init.cap.max_send_sge as usize * size_of::<bindings::rvt_sge>();
         let sq_bytes = slot.checked_mul(shape.sq_slots as usize).ok_or(ENOMEM)?;
@@ -221,38 +218,30 @@ impl Qp {
         if swq.is_null() {
             return Err(ENOMEM);
         }
-        // SAFETY: the QP is ours alone during creation.
-        unsafe { (*qp).s_wq = swq.cast() };
+        *self.s_wq_mut() = swq.cast();
         let sg_list = kzalloc_node(shape.extra_rsges * size_of::<bindings::rvt_sge>(), node)?;
-        // SAFETY: as above.
-        unsafe { (*qp).r_sg_list = sg_list.cast() };
+        *self.r_sg_list_mut() = sg_list.cast();
         if init.qp_type == QPT_RC {
             // `rvt_max_atomic()`: one more entry than the deepest RDMA read/atomic queue.
             let entries = usize::from(dev.dparms().max_rdma_atomic) + 1;
             let acks = kzalloc_node(entries * size_of::<bindings::rvt_ack_entry>(), node)?;
-            // SAFETY: as above.
-            unsafe { (*qp).s_ack_queue = acks.cast() };
+            *self.s_ack_queue_mut() = acks.cast();
         }
-        // SAFETY: as above.
-        unsafe {
-            (*qp).allowed_ops = allowed_ops(init.qp_type);
-            super::timers::init(qp);
-        }
+        *self.allowed_ops_mut() = allowed_ops(init.qp_type);
+        // SAFETY: the QP is ours alone during creation: its timers are not in use yet.
+        unsafe { super::timers::init(self.as_raw()) };
         Ok(())
     }
 
     /// The driver's private data (hfi1's `hfi1_qp_priv`, rvt_loop's send work).
-    fn alloc_driver_priv(&self, dev: &Device) -> Result {
+    fn alloc_driver_priv(&mut self, dev: &Device) -> Result {
         let alloc = dev.driver().qp_priv_alloc.ok_or(EINVAL)?;
         // SAFETY: the driver's callback, as C calls it: process context, QP not yet visible.
         let p = unsafe { alloc(dev.as_raw(), self.as_raw()) };
         let p = kernel::error::from_err_ptr(p)?;
-        // SAFETY: the QP is ours alone during creation.
-        unsafe {
-            (*self.as_raw()).priv_ = p;
-            let timeout = (*self.as_raw()).timeout;
-            (*self.as_raw()).timeout_jiffies = super::timeout_to_jiffies(timeout);
-        }
+        self.set_driver_priv(p);
+        let mut f = self.fields();
+        *f.timeout_jiffies_mut() = super::timeout_to_jiffies(f.timeout());
         Ok(())
     }
 
@@ -281,43 +270,33 @@ impl Qp {
     }
 
     /// Locks, counts, queue geometry and the reset state (`rvt_init_qp`).
-    fn init_fields(&self, init: &bindings::ib_qp_init_attr, shape: &Shape) {
-        let qp = self.as_raw();
-        // SAFETY: the QP is ours alone during creation: the locks are initialised before any
-        // path can take them (the QP is not findable yet).
-        unsafe {
-            spin_lock_init!(&raw mut (*qp).r_lock, c"&qp->r_lock");
-            spin_lock_init!(&raw mut (*qp).s_hlock, c"&qp->s_hlock");
-            spin_lock_init!(&raw mut (*qp).s_lock, c"&qp->s_lock");
-            bindings::rdmavt_rs_init_qp_waits(qp);
-            (*qp).state = bindings::ib_qp_state::IB_QPS_RESET.0 as u8;
-            (*qp).s_size = shape.sq_slots;
-            (*qp).s_avail = init.cap.max_send_wr;
-            (*qp).s_max_sge = init.cap.max_send_sge as u8;
-            if init.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_REQ_WR {
-                (*qp).s_flags = bindings::RVT_S_SIGNAL_REQ_WR;
-            }
+    fn init_fields(&mut self, init: &bindings::ib_qp_init_attr, shape: &Shape) {
+        self.init_locks();
+        self.fields()
+            .set_state(bindings::ib_qp_state::IB_QPS_RESET.0 as u8);
+        *self.s_size_mut() = shape.sq_slots;
+        *self.fields().s_avail_mut() = init.cap.max_send_wr;
+        *self.s_max_sge_mut() = init.cap.max_send_sge as u8;
+        if init.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_REQ_WR {
+            *self.fields().s_flags_mut() = bindings::RVT_S_SIGNAL_REQ_WR;
         }
     }
 
     /// `alloc_ud_wq_attr`: UD send WQEs each carry a copy of their AH's attributes.
-    fn alloc_ud_attrs(&self, dev: &Device) -> Result {
-        let qp = self.as_raw();
-        // SAFETY: the QP is ours alone during creation; the slots are in range.
-        unsafe {
-            if (*qp).allowed_ops != bindings::IB_OPCODE_UD as u8 {
-                return Ok(());
-            }
-            for n in 0..(*qp).s_size {
-                let attr = kzalloc_node(size_of::<bindings::rdma_ah_attr>(), dev.dparms().node)?;
-                (*self.swqe(n)).__bindgen_anon_1.ud_wr.attr = attr.cast();
-            }
+    fn alloc_ud_attrs(&mut self, dev: &Device) -> Result {
+        if self.allowed_ops() != bindings::IB_OPCODE_UD as u8 {
+            return Ok(());
+        }
+        for n in 0..self.s_size() {
+            let attr = kzalloc_node(size_of::<bindings::rdma_ah_attr>(), dev.dparms().node)?;
+            // SAFETY: the QP is ours alone during creation; the slot is in range.
+            unsafe { (*self.swqe(n)).__bindgen_anon_1.ud_wr.attr = attr.cast() };
         }
         Ok(())
     }
 
     /// A QP number, the port, and the reset state's fields.
-    fn number(&self, dev: &Device, init: &bindings::ib_qp_init_attr) -> Result {
+    fn number(&mut self, dev: &Device, init: &bindings::ib_qp_init_attr) -> Result {
         let aip =
             init.create_flags & bindings::ib_qp_create_flags_IB_QP_CREATE_NETDEV_USE as u32 != 0;
         let req = QpnRequest {
@@ -326,18 +305,15 @@ impl Qp {
             aip,
         };
         let qpn = qpn::alloc_qpn(dev, &req)?;
-        let qp = self.as_raw();
-        // SAFETY: the QP is ours alone during creation.
-        unsafe {
-            (*qp).ibqp.qp_num = if aip { qpn | AIP_QP_BASE } else { qpn };
-            (*qp).port_num = init.port_num as u8;
-        }
-        self.init_reset_state(init.qp_type);
+        self.set_qpn(if aip { qpn | AIP_QP_BASE } else { qpn });
+        let mut f = self.fields();
+        *f.port_num_mut() = init.port_num as u8;
+        f.init_reset_state(init.qp_type);
         Ok(())
     }
 
     /// Tells user space where to mmap the receive ring (0 when it has none: an SRQ's QP).
-    fn reply(&self, dev: &Device, udata: *mut bindings::ib_udata) -> Result {
+    fn reply(&mut self, dev: &Device, udata: *mut bindings::ib_udata) -> Result {
         // SAFETY: NULL or ib_core's valid udata.
         if udata.is_null() || unsafe { (*udata).outlen } < size_of::<u64>() {
             return Ok(());
@@ -352,31 +328,15 @@ impl Qp {
             let bytes = size_of::<bindings::rvt_rwq>() + size as usize * rwqe_size(max_sge);
             let info = MmapInfo::new(dev, bytes as u32, udata, wq.cast())?;
             offset = info.offset();
-            // SAFETY: as above. From here the info owns the ring (see `free_resources`).
-            unsafe { (*self.as_raw()).ip = info.into_raw() };
+            // From here the info owns the ring (see `free_resources`).
+            *self.ip_mut() = info.into_raw();
         }
         // SAFETY: `udata` is valid with room for a u64 (checked above).
         kernel::error::to_result(unsafe {
             bindings::rdmavt_rs_ib_copy_to_udata(udata, (&raw mut offset).cast(), size_of::<u64>())
         })?;
-        // SAFETY: as above.
-        unsafe { (*self.as_raw()).pid = kernel::current!().pid() };
+        *self.pid_mut() = kernel::current!().pid();
         Ok(())
-    }
-
-    /// The mmap info of a user receive ring, as a borrowed handle (given back with
-    /// `into_raw`).
-    fn mmap_info(&self) -> Option<MmapInfo> {
-        // SAFETY: `ip` is set once, during creation.
-        let ip = unsafe { (*self.as_raw()).ip };
-        // SAFETY: `ip` came from `MmapInfo::into_raw`; the caller gives it back.
-        (!ip.is_null()).then(|| unsafe { MmapInfo::from_raw(ip) })
-    }
-
-    /// The QP's receive queue (unused with an SRQ).
-    pub(super) fn rq(&self) -> *mut bindings::rvt_rq {
-        // SAFETY: only the field's address is taken.
-        unsafe { &raw mut (*self.as_raw()).r_rq }
     }
 
     /// Frees what a QP owns: after a failed creation, or at the end of a destroy once the
@@ -384,58 +344,66 @@ impl Qp {
     ///
     /// `driver_priv` says whether the driver's `qp_priv_alloc` succeeded: then its
     /// `qp_priv_free` is called, whatever `priv` holds, as C calls it.
-    ///
-    /// # Safety
-    ///
-    /// Nothing else uses the QP, now or later.
-    pub(super) unsafe fn free_resources(&self, driver_priv: bool) {
+    pub(super) fn free_resources(&mut self, driver_priv: bool) {
         let dev = self.device();
         let qp = self.as_raw();
-        // SAFETY: the caller guarantees exclusive use; every pointer freed here was
-        // allocated by `create` with the matching allocator, or is NULL.
-        unsafe {
-            if let Some(info) = self.mmap_info() {
-                // The info owns the user ring: its last reference frees it. The C rdmavt
-                // also vfree()s the ring on one error path, a double free; not here.
-                (*qp).ip = core::ptr::null_mut();
-                (*qp).r_rq.wq = core::ptr::null_mut();
-                drop(info);
-            }
-            krwq::free(self.rq());
-            if driver_priv {
+        if let Some(info) = self.mmap_info() {
+            // The info owns the user ring: its last reference frees it. The C rdmavt also
+            // vfree()s the ring on one error path, a double free; not here.
+            *self.ip_mut() = core::ptr::null_mut();
+            // SAFETY: the QP's own receive queue, which nothing else uses (type invariant).
+            unsafe { (*self.rq()).wq = core::ptr::null_mut() };
+            drop(info);
+        }
+        // SAFETY: the QP's receive queue, unused from now on (type invariant); `create` set
+        // it up, or left it zeroed.
+        unsafe { krwq::free(self.rq()) };
+        if driver_priv {
+            // SAFETY: the driver's callback, on a QP nothing else uses, as C calls it.
+            unsafe {
                 if let Some(free) = dev.driver().qp_priv_free {
                     free(dev.as_raw(), qp);
                 }
-                (*qp).priv_ = core::ptr::null_mut();
             }
-            self.free_ud_attrs();
-            bindings::kfree((*qp).s_ack_queue.cast());
-            (*qp).s_ack_queue = core::ptr::null_mut();
-            bindings::kfree((*qp).r_sg_list.cast());
-            (*qp).r_sg_list = core::ptr::null_mut();
-            bindings::vfree((*qp).s_wq.cast());
-            (*qp).s_wq = core::ptr::null_mut();
+            self.set_driver_priv(core::ptr::null_mut());
         }
+        self.free_ud_attrs();
+        // SAFETY: each queue was allocated by `create` with the matching allocator, or is
+        // NULL, and nothing uses it any more (type invariant).
+        unsafe {
+            bindings::kfree(self.s_ack_queue().cast());
+            bindings::kfree(self.r_sg_list().cast());
+            bindings::vfree(self.s_wq().cast());
+        }
+        *self.s_ack_queue_mut() = core::ptr::null_mut();
+        *self.r_sg_list_mut() = core::ptr::null_mut();
+        *self.s_wq_mut() = core::ptr::null_mut();
     }
 
     /// `free_ud_wq_attr`.
-    ///
-    /// # Safety
-    ///
-    /// Nothing else uses the QP's send queue.
-    unsafe fn free_ud_attrs(&self) {
-        let qp = self.as_raw();
-        // SAFETY: the caller guarantees exclusive use; the slots are in range.
-        unsafe {
-            if (*qp).s_wq.is_null() || (*qp).allowed_ops != bindings::IB_OPCODE_UD as u8 {
-                return;
-            }
-            for n in 0..(*qp).s_size {
+    fn free_ud_attrs(&mut self) {
+        if self.s_wq().is_null() || self.allowed_ops() != bindings::IB_OPCODE_UD as u8 {
+            return;
+        }
+        for n in 0..self.s_size() {
+            // SAFETY: nothing else uses the send queue (type invariant); the slot is in
+            // range and holds a copy `alloc_ud_attrs` allocated, or NULL.
+            unsafe {
                 let wqe = self.swqe(n);
                 bindings::kfree((*wqe).__bindgen_anon_1.ud_wr.attr.cast());
                 (*wqe).__bindgen_anon_1.ud_wr.attr = core::ptr::null_mut();
             }
         }
+    }
+}
+
+impl Qp {
+    /// The mmap info of a user receive ring, as a borrowed handle (given back with
+    /// `into_raw`).
+    fn mmap_info(&self) -> Option<MmapInfo> {
+        let ip = self.ip();
+        // SAFETY: `ip` came from `MmapInfo::into_raw`; the caller gives it back.
+        (!ip.is_null()).then(|| unsafe { MmapInfo::from_raw(ip) })
     }
 }
 

@@ -37,6 +37,7 @@ mod create;
 mod destroy;
 mod engine;
 mod error;
+mod exclusive;
 mod fields;
 mod iter;
 mod modify;
@@ -53,6 +54,7 @@ pub(crate) use create::create_qp;
 pub(crate) use destroy::{destroy_qp, query_qp};
 pub(crate) use engine::SendEngine;
 pub(crate) use error::{raise_event, ErrorOutcome};
+pub(crate) use exclusive::{AllLocks, OwnedQp, QpMut};
 pub(crate) use fields::Locked;
 pub(crate) use modify::modify_qp;
 pub(crate) use qpn::{driver_init, exit};
@@ -69,7 +71,11 @@ use kernel::{
     types::Opaque,
 };
 
-use crate::{bindings, device::Device, lock::c_lock};
+use crate::{
+    bindings,
+    device::Device,
+    lock::{c_lock, spin_lock_init},
+};
 
 /// A QP of one of our devices.
 ///
@@ -158,20 +164,59 @@ impl Qp {
     /// for a QP without SRQ, `state` with `s_lock` also held).
     pub(crate) fn r_lock(&self) -> RecvGuard<'_> {
         // SAFETY: `r_lock` is initialised (type invariant).
-        RecvGuard(unsafe { QpGuard::lock(self, &raw mut (*self.as_raw()).r_lock) })
+        RecvGuard(unsafe { QpGuard::lock(self, self.raw_lock(Lock::R)) })
     }
 
     /// Takes `s_hlock`: the post-send line (`s_head`, `s_avail`, `s_ssn`, `s_next_psn`).
     pub(crate) fn s_hlock(&self) -> PostGuard<'_> {
         // SAFETY: `s_hlock` is initialised (type invariant).
-        PostGuard(unsafe { QpGuard::lock(self, &raw mut (*self.as_raw()).s_hlock) })
+        PostGuard(unsafe { QpGuard::lock(self, self.raw_lock(Lock::SH)) })
     }
 
     /// Takes `s_lock`: the requester state (`s_flags`, `s_last`, `s_cur`, `s_tail`, `s_acked`,
     /// the timers' arming, `state` together with `r_lock`).
     pub(crate) fn s_lock(&self) -> SendGuard<'_> {
         // SAFETY: `s_lock` is initialised (type invariant).
-        SendGuard(unsafe { QpGuard::lock(self, &raw mut (*self.as_raw()).s_lock) })
+        SendGuard(unsafe { QpGuard::lock(self, self.raw_lock(Lock::S)) })
+    }
+
+    /// The address of one of the QP's three spinlocks.
+    fn raw_lock(&self, lock: Lock) -> *mut bindings::spinlock_t {
+        let qp = self.as_raw();
+        // SAFETY: only a field address of the live QP is taken.
+        unsafe {
+            match lock {
+                Lock::R => &raw mut (*qp).r_lock,
+                Lock::SH => &raw mut (*qp).s_hlock,
+                Lock::S => &raw mut (*qp).s_lock,
+            }
+        }
+    }
+}
+
+/// The QP's three spinlocks, in the order they are taken.
+#[derive(Clone, Copy)]
+enum Lock {
+    /// `r_lock`.
+    R,
+    /// `s_hlock`.
+    SH,
+    /// `s_lock`.
+    S,
+}
+
+impl OwnedQp<'_> {
+    /// Initialises the three QP locks (with their lockdep names) and the QP's wait queue,
+    /// before anything can take them.
+    pub(crate) fn init_locks(&mut self) {
+        // SAFETY: nothing else uses the QP yet (`OwnedQp`'s invariant), so no one takes a
+        // lock while it is initialised.
+        unsafe {
+            spin_lock_init!(self.raw_lock(Lock::R), c"&qp->r_lock");
+            spin_lock_init!(self.raw_lock(Lock::SH), c"&qp->s_hlock");
+            spin_lock_init!(self.raw_lock(Lock::S), c"&qp->s_lock");
+            bindings::rdmavt_rs_init_qp_waits(self.as_raw());
+        }
     }
 }
 
@@ -185,7 +230,7 @@ impl Qp {
     pub(crate) unsafe fn assume_r_locked(&self) -> ManuallyDrop<RecvGuard<'_>> {
         // SAFETY: `r_lock` is initialised (type invariant) and held (caller's guarantee).
         ManuallyDrop::new(RecvGuard(unsafe {
-            QpGuard::assume(self, &raw mut (*self.as_raw()).r_lock)
+            QpGuard::assume(self, self.raw_lock(Lock::R))
         }))
     }
 
@@ -197,7 +242,7 @@ impl Qp {
     pub(crate) unsafe fn assume_s_locked(&self) -> ManuallyDrop<SendGuard<'_>> {
         // SAFETY: `s_lock` is initialised (type invariant) and held (caller's guarantee).
         ManuallyDrop::new(SendGuard(unsafe {
-            QpGuard::assume(self, &raw mut (*self.as_raw()).s_lock)
+            QpGuard::assume(self, self.raw_lock(Lock::S))
         }))
     }
 }
@@ -274,20 +319,17 @@ impl SendGuard<'_> {
 
     /// `s_flags`.
     pub(crate) fn flags(&self) -> u32 {
-        // SAFETY: `s_flags` is protected by `s_lock`, held.
-        unsafe { (*self.qp_ptr()).s_flags }
+        self.s_flags()
     }
 
     /// Sets bits in `s_flags`.
     pub(crate) fn set_flags(&mut self, bits: u32) {
-        // SAFETY: `s_flags` is protected by `s_lock`, held.
-        unsafe { (*self.qp_ptr()).s_flags |= bits };
+        *self.s_flags_mut() |= bits;
     }
 
     /// Clears bits in `s_flags`.
     pub(crate) fn clear_flags(&mut self, bits: u32) {
-        // SAFETY: `s_flags` is protected by `s_lock`, held.
-        unsafe { (*self.qp_ptr()).s_flags &= !bits };
+        *self.s_flags_mut() &= !bits;
     }
 
     /// The send WQE in slot `n` of the send queue: `rvt_get_swqe_ptr()`.

@@ -7,7 +7,7 @@
 
 use kernel::{ffi::c_int, prelude::*};
 
-use super::{error::ErrorOutcome, reset::AllLocks, Qp};
+use super::{error::ErrorOutcome, AllLocks, Locked, Qp, QpMut};
 use crate::{bindings, device::Device};
 
 /// `IB_MULTICAST_LID_BASE`: IB unicast LIDs lie below it.
@@ -44,6 +44,61 @@ fn dlid(ah: &bindings::rdma_ah_attr) -> u32 {
     }
 }
 
+/// Automatic path migration: returns whether the request migrates now.
+fn check_migration(
+    locks: &AllLocks<'_>,
+    attr: &bindings::ib_qp_attr,
+    mask: c_int,
+    new: u32,
+) -> Result<bool> {
+    if !has(mask, bindings::ib_qp_attr_mask_IB_QP_PATH_MIG_STATE) {
+        return Ok(false);
+    }
+    let cur = u32::from(locks.s_mig_state());
+    let rts = bindings::ib_qp_state::IB_QPS_RTS.0;
+    let sqd = bindings::ib_qp_state::IB_QPS_SQD.0;
+    match attr.path_mig_state {
+        bindings::ib_mig_state_IB_MIG_REARM
+            if cur != bindings::ib_mig_state_IB_MIG_ARMED && new == rts =>
+        {
+            Ok(false)
+        }
+        bindings::ib_mig_state_IB_MIG_MIGRATED
+            if cur != bindings::ib_mig_state_IB_MIG_REARM && (new == rts || new == sqd) =>
+        {
+            Ok(cur == bindings::ib_mig_state_IB_MIG_ARMED)
+        }
+        _ => Err(EINVAL),
+    }
+}
+
+/// The address vectors and the migration state.
+fn apply_paths(f: &mut QpMut<'_>, attr: &mut bindings::ib_qp_attr, mask: c_int, plan: &Plan) {
+    if has(mask, bindings::ib_qp_attr_mask_IB_QP_AV) {
+        // SAFETY: ib_core's helper, which takes and drops the references the attributes
+        // hold.
+        unsafe { bindings::rdma_replace_ah_attr(f.remote_ah_attr_mut(), &attr.ah_attr) };
+        *f.s_srate_mut() = attr.ah_attr.static_rate;
+        // SAFETY: a pure conversion.
+        *f.srate_mbps_mut() = unsafe { bindings::ib_rate_to_mbps(attr.ah_attr.static_rate.into()) };
+    }
+    if has(mask, bindings::ib_qp_attr_mask_IB_QP_ALT_PATH) {
+        // SAFETY: as above.
+        unsafe { bindings::rdma_replace_ah_attr(f.alt_ah_attr_mut(), &attr.alt_ah_attr) };
+        *f.s_alt_pkey_index_mut() = attr.alt_pkey_index as u8;
+    }
+    if has(mask, bindings::ib_qp_attr_mask_IB_QP_PATH_MIG_STATE) {
+        *f.s_mig_state_mut() = attr.path_mig_state as u8;
+        if plan.migrate {
+            // A plain copy, as C does: the alternate path's references move along.
+            *f.remote_ah_attr_mut() = *f.alt_ah_attr();
+            // C truncates the u32 port to rvt_qp's u8, as here; ports fit.
+            *f.port_num_mut() = f.alt_ah_attr().port_num as u8;
+            *f.s_pkey_index_mut() = f.s_alt_pkey_index();
+        }
+    }
+}
+
 /// `ib_device_ops.modify_qp`.
 ///
 /// # Safety
@@ -76,8 +131,8 @@ impl Qp {
         }
         let locks = self.lock_all();
         let plan = self.check_modify(&locks, attr, mask, udata)?;
-        let (locks, outcome) = self.change_state(locks, &plan);
-        self.apply(&locks, attr, mask, &plan, udata);
+        let (mut locks, outcome) = self.change_state(locks, &plan);
+        self.apply(&mut locks, attr, mask, &plan, udata);
         drop(locks);
         let reset = bindings::ib_qp_state::IB_QPS_RESET.0;
         let init = bindings::ib_qp_state::IB_QPS_INIT.0;
@@ -131,7 +186,7 @@ impl Qp {
                 return Err(EINVAL);
             }
         }
-        self.check_paths(dev, attr, mask)?;
+        self.check_paths(locks, dev, attr, mask)?;
         self.check_limits(dev, attr, mask)?;
         let pmtu = if has(mask, bindings::ib_qp_attr_mask_IB_QP_PATH_MTU) {
             let get = dev.driver().get_pmtu_from_attr.ok_or(EINVAL)?;
@@ -141,7 +196,7 @@ impl Qp {
         } else {
             None
         };
-        let migrate = self.check_migration(attr, mask, new)?;
+        let migrate = check_migration(locks, attr, mask, new)?;
         if has(mask, bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC)
             && attr.max_dest_rd_atomic > dev.dparms().max_rdma_atomic
         {
@@ -161,9 +216,14 @@ impl Qp {
     }
 
     /// The primary and alternate address vectors and P_Key indices.
-    fn check_paths(&self, dev: &Device, attr: &mut bindings::ib_qp_attr, mask: c_int) -> Result {
-        // SAFETY: `port_num` changes only under the QP locks, which the caller holds.
-        let port = unsafe { (*self.as_raw()).port_num };
+    fn check_paths(
+        &self,
+        locks: &AllLocks<'_>,
+        dev: &Device,
+        attr: &mut bindings::ib_qp_attr,
+        mask: c_int,
+    ) -> Result {
+        let port = locks.port_num();
         // SAFETY: a lookup in the registered device's port data.
         let opa = unsafe { bindings::rdmavt_rs_rdma_cap_opa_ah(dev.ibdev(), u32::from(port)) };
         let dlid_limit = if opa {
@@ -227,30 +287,6 @@ impl Qp {
             || port_num > ports
     }
 
-    /// Automatic path migration: returns whether the request migrates now.
-    fn check_migration(&self, attr: &bindings::ib_qp_attr, mask: c_int, new: u32) -> Result<bool> {
-        if !has(mask, bindings::ib_qp_attr_mask_IB_QP_PATH_MIG_STATE) {
-            return Ok(false);
-        }
-        // SAFETY: `s_mig_state` changes only under the QP locks, which the caller holds.
-        let cur = u32::from(unsafe { (*self.as_raw()).s_mig_state });
-        let rts = bindings::ib_qp_state::IB_QPS_RTS.0;
-        let sqd = bindings::ib_qp_state::IB_QPS_SQD.0;
-        match attr.path_mig_state {
-            bindings::ib_mig_state_IB_MIG_REARM
-                if cur != bindings::ib_mig_state_IB_MIG_ARMED && new == rts =>
-            {
-                Ok(false)
-            }
-            bindings::ib_mig_state_IB_MIG_MIGRATED
-                if cur != bindings::ib_mig_state_IB_MIG_REARM && (new == rts || new == sqd) =>
-            {
-                Ok(cur == bindings::ib_mig_state_IB_MIG_ARMED)
-            }
-            _ => Err(EINVAL),
-        }
-    }
-
     /// Moves to the new state. Reset lets go of the locks on the way (see
     /// [`Qp::reset_locked`]), so the locks come back with the outcome.
     fn change_state<'a>(
@@ -258,11 +294,8 @@ impl Qp {
         locks: AllLocks<'a>,
         plan: &Plan,
     ) -> (AllLocks<'a>, ErrorOutcome) {
-        let qp = self.as_raw();
         let mut locks = locks;
         let mut outcome = ErrorOutcome::Done;
-        // SAFETY (for each field write below): `state`, `r_flags` and `s_draining` are
-        // written with all three locks held, as here.
         match bindings::ib_qp_state(plan.new) {
             bindings::ib_qp_state::IB_QPS_RESET => {
                 if locks.s.state() != bindings::ib_qp_state::IB_QPS_RESET.0 {
@@ -270,25 +303,21 @@ impl Qp {
                 }
             }
             bindings::ib_qp_state::IB_QPS_RTR => {
-                // SAFETY: see above. Clearing COMM_EST lets the event fire again.
-                unsafe {
-                    (*qp).r_flags &= !(bindings::RVT_R_COMM_EST as u8);
-                    (*qp).state = plan.new as u8;
-                }
+                let mut f = locks.fields();
+                // Clearing COMM_EST lets the event fire again.
+                *f.r_flags_mut() &= !(bindings::RVT_R_COMM_EST as u8);
+                f.set_state(plan.new as u8);
             }
             bindings::ib_qp_state::IB_QPS_SQD => {
-                // SAFETY: see above.
-                unsafe {
-                    (*qp).s_draining = u8::from((*qp).s_last != (*qp).s_cur);
-                    (*qp).state = plan.new as u8;
-                }
+                let mut f = locks.fields();
+                *f.s_draining_mut() = u8::from(f.s_last() != f.s_cur());
+                f.set_state(plan.new as u8);
             }
             bindings::ib_qp_state::IB_QPS_ERR => {
                 let status = bindings::ib_wc_status::IB_WC_WR_FLUSH_ERR;
                 outcome = self.error(&mut locks.r, &mut locks.s, status);
             }
-            // SAFETY: see above.
-            _ => unsafe { (*qp).state = plan.new as u8 },
+            _ => locks.fields().set_state(plan.new as u8),
         }
         (locks, outcome)
     }
@@ -296,7 +325,7 @@ impl Qp {
     /// Sets the attributes the mask names (all checked already).
     fn apply(
         &self,
-        _locks: &AllLocks<'_>,
+        locks: &mut AllLocks<'_>,
         attr: &mut bindings::ib_qp_attr,
         mask: c_int,
         plan: &Plan,
@@ -305,103 +334,80 @@ impl Qp {
         let dev = self.device();
         let qp = self.as_raw();
         let m = |bit| has(mask, bit);
-        // SAFETY: all three QP locks are held (`_locks`), which protect every field set here.
-        unsafe {
-            if m(bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX) {
-                (*qp).s_pkey_index = attr.pkey_index as u8;
-            }
-            if m(bindings::ib_qp_attr_mask_IB_QP_PORT) {
-                (*qp).port_num = attr.port_num as u8;
-            }
-            if m(bindings::ib_qp_attr_mask_IB_QP_DEST_QPN) {
-                (*qp).remote_qpn = attr.dest_qp_num;
-            }
-            if m(bindings::ib_qp_attr_mask_IB_QP_SQ_PSN) {
-                let psn = attr.sq_psn & dev.dparms().psn_modify_mask as u32;
-                (*qp).s_next_psn = psn;
-                (*qp).s_psn = psn;
-                (*qp).s_sending_psn = psn;
-                (*qp).s_last_psn = psn.wrapping_sub(1);
-                (*qp).s_sending_hpsn = (*qp).s_last_psn;
-            }
-            if m(bindings::ib_qp_attr_mask_IB_QP_RQ_PSN) {
-                (*qp).r_psn = attr.rq_psn & dev.dparms().psn_modify_mask as u32;
-            }
-            if m(bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS) {
-                (*qp).qp_access_flags = attr.qp_access_flags as u8;
-            }
+        let mut f = locks.fields();
+        if m(bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX) {
+            *f.s_pkey_index_mut() = attr.pkey_index as u8;
         }
-        self.apply_paths(attr, mask, plan);
-        self.apply_transport(dev, attr, mask, plan);
+        if m(bindings::ib_qp_attr_mask_IB_QP_PORT) {
+            *f.port_num_mut() = attr.port_num as u8;
+        }
+        if m(bindings::ib_qp_attr_mask_IB_QP_DEST_QPN) {
+            *f.remote_qpn_mut() = attr.dest_qp_num;
+        }
+        if m(bindings::ib_qp_attr_mask_IB_QP_SQ_PSN) {
+            let psn = attr.sq_psn & dev.dparms().psn_modify_mask as u32;
+            *f.s_next_psn_mut() = psn;
+            *f.s_psn_mut() = psn;
+            *f.s_sending_psn_mut() = psn;
+            *f.s_last_psn_mut() = psn.wrapping_sub(1);
+            *f.s_sending_hpsn_mut() = f.s_last_psn();
+        }
+        if m(bindings::ib_qp_attr_mask_IB_QP_RQ_PSN) {
+            *f.r_psn_mut() = attr.rq_psn & dev.dparms().psn_modify_mask as u32;
+        }
+        if m(bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS) {
+            *f.qp_access_flags_mut() = attr.qp_access_flags as u8;
+        }
+        apply_paths(&mut f, attr, mask, plan);
+        self.apply_transport(&mut f, dev, attr, mask, plan);
         if let Some(modify) = dev.driver().modify_qp {
             // SAFETY: the driver's callback, with all three locks held, as C calls it.
             unsafe { modify(qp, attr, mask, udata) };
         }
     }
 
-    /// The address vectors and the migration state.
-    fn apply_paths(&self, attr: &mut bindings::ib_qp_attr, mask: c_int, plan: &Plan) {
-        let qp = self.as_raw();
-        // SAFETY: all three QP locks are held by the caller; the AH attribute helpers are
-        // ib_core's, which take and drop the references the attributes hold.
-        unsafe {
-            if has(mask, bindings::ib_qp_attr_mask_IB_QP_AV) {
-                bindings::rdma_replace_ah_attr(&mut (*qp).remote_ah_attr, &attr.ah_attr);
-                (*qp).s_srate = attr.ah_attr.static_rate;
-                (*qp).srate_mbps = bindings::ib_rate_to_mbps(attr.ah_attr.static_rate.into());
-            }
-            if has(mask, bindings::ib_qp_attr_mask_IB_QP_ALT_PATH) {
-                bindings::rdma_replace_ah_attr(&mut (*qp).alt_ah_attr, &attr.alt_ah_attr);
-                (*qp).s_alt_pkey_index = attr.alt_pkey_index as u8;
-            }
-            if has(mask, bindings::ib_qp_attr_mask_IB_QP_PATH_MIG_STATE) {
-                (*qp).s_mig_state = attr.path_mig_state as u8;
-                if plan.migrate {
-                    // A plain copy, as C does: the alternate path's references move along.
-                    (*qp).remote_ah_attr = (*qp).alt_ah_attr;
-                    // C truncates the u32 port to rvt_qp's u8, as here; ports fit.
-                    (*qp).port_num = (*qp).alt_ah_attr.port_num as u8;
-                    (*qp).s_pkey_index = (*qp).s_alt_pkey_index;
-                }
-            }
-        }
-    }
-
     /// MTU, retries, timers, keys and RDMA read/atomic depths.
-    fn apply_transport(&self, dev: &Device, attr: &bindings::ib_qp_attr, mask: c_int, plan: &Plan) {
+    fn apply_transport(
+        &self,
+        f: &mut QpMut<'_>,
+        dev: &Device,
+        attr: &bindings::ib_qp_attr,
+        mask: c_int,
+        plan: &Plan,
+    ) {
         let qp = self.as_raw();
         let m = |bit| has(mask, bit);
-        // SAFETY: all three QP locks are held by the caller.
+        // SAFETY: the driver's callback, with all three locks held, as C calls it.
         unsafe {
             if let (Some(pmtu), Some(mtu_from_qp)) = (plan.pmtu, dev.driver().mtu_from_qp) {
                 let mtu = mtu_from_qp(dev.as_raw(), qp, pmtu);
-                (*qp).pmtu = mtu as u16;
-                (*qp).log_pmtu = mtu.checked_ilog2().unwrap_or(0) as u8;
+                *f.pmtu_mut() = mtu as u16;
+                *f.log_pmtu_mut() = mtu.checked_ilog2().unwrap_or(0) as u8;
             }
-            if m(bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT) {
-                (*qp).s_retry_cnt = attr.retry_cnt;
-                (*qp).s_retry = attr.retry_cnt;
-            }
-            if m(bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY) {
-                (*qp).s_rnr_retry_cnt = attr.rnr_retry;
-                (*qp).s_rnr_retry = attr.rnr_retry;
-            }
-            if m(bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER) {
-                (*qp).r_min_rnr_timer = attr.min_rnr_timer;
-            }
-            if m(bindings::ib_qp_attr_mask_IB_QP_TIMEOUT) {
-                (*qp).timeout = attr.timeout;
-                (*qp).timeout_jiffies = super::timeout_to_jiffies(attr.timeout);
-            }
-            if m(bindings::ib_qp_attr_mask_IB_QP_QKEY) {
-                (*qp).qkey = attr.qkey;
-            }
-            if m(bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC) {
-                (*qp).r_max_rd_atomic = attr.max_dest_rd_atomic;
-            }
-            if m(bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC) {
-                (*qp).s_max_rd_atomic = attr.max_rd_atomic;
-            }
+        }
+        if m(bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT) {
+            *f.s_retry_cnt_mut() = attr.retry_cnt;
+            *f.s_retry_mut() = attr.retry_cnt;
+        }
+        if m(bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY) {
+            *f.s_rnr_retry_cnt_mut() = attr.rnr_retry;
+            *f.s_rnr_retry_mut() = attr.rnr_retry;
+        }
+        if m(bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER) {
+            *f.r_min_rnr_timer_mut() = attr.min_rnr_timer;
+        }
+        if m(bindings::ib_qp_attr_mask_IB_QP_TIMEOUT) {
+            *f.timeout_mut() = attr.timeout;
+            *f.timeout_jiffies_mut() = super::timeout_to_jiffies(attr.timeout);
+        }
+        if m(bindings::ib_qp_attr_mask_IB_QP_QKEY) {
+            *f.qkey_mut() = attr.qkey;
+        }
+        if m(bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC) {
+            *f.r_max_rd_atomic_mut() = attr.max_dest_rd_atomic;
+        }
+        if m(bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC) {
+            *f.s_max_rd_atomic_mut() = attr.max_rd_atomic;
         }
     }
 }

@@ -181,7 +181,7 @@ impl Qp {
         // SAFETY: `r_rq` is set up at creation (`kwq` stays NULL with an SRQ) and lives as long
         // as the QP.
         unsafe {
-            let rq = &raw mut (*self.as_raw()).r_rq;
+            let rq = self.rq();
             (!(*rq).kwq.is_null()).then(|| Rq::of_qp(rq))
         }
     }

@@ -3,33 +3,12 @@
 //! The reset state: what a new or reset QP looks like (`rvt_init_qp`), how a live QP gets
 //! there (`rvt_reset_qp`), and dropping the memory-region references a QP holds.
 
-use super::{PostGuard, Qp, RecvGuard, SendGuard};
+use super::{AllLocks, Qp, QpMut, RecvGuard, SendGuard};
 use crate::bindings;
 
-/// All three QP locks, taken in the documented order (see the module `qp`). Fields drop in
-/// declaration order, so they are released in the reverse order they were taken.
-pub(crate) struct AllLocks<'a> {
-    pub(crate) s: SendGuard<'a>,
-    pub(crate) h: PostGuard<'a>,
-    pub(crate) r: RecvGuard<'a>,
-}
-
-impl Qp {
-    /// Takes `r_lock`, `s_hlock` and `s_lock`, in that order.
-    pub(crate) fn lock_all(&self) -> AllLocks<'_> {
-        let r = self.r_lock();
-        let h = self.s_hlock();
-        let s = self.s_lock();
-        AllLocks { s, h, r }
-    }
-
-    /// `rvt_init_qp`: the fields of the reset state.
-    ///
-    /// # Safety
-    ///
-    /// The caller holds all three QP locks, or owns the QP alone (during creation).
-    pub(super) unsafe fn init_reset_state_unlocked(&self, qp_type: bindings::ib_qp_type) {
-        let qp = self.as_raw();
+impl QpMut<'_> {
+    /// `rvt_init_qp`: the fields of the reset state, for a QP being created or reset.
+    pub(super) fn init_reset_state(&mut self, qp_type: bindings::ib_qp_type) {
         let (s_state, r_state) = if qp_type == bindings::ib_qp_type::IB_QPT_RC {
             (
                 bindings::IB_OPCODE_RC_SEND_LAST,
@@ -41,51 +20,43 @@ impl Qp {
                 bindings::IB_OPCODE_UC_SEND_LAST,
             )
         };
-        // SAFETY: the caller guarantees exclusive access to every field written here.
-        unsafe {
-            (*qp).remote_qpn = 0;
-            (*qp).qkey = 0;
-            (*qp).qp_access_flags = 0;
-            (*qp).s_flags &= bindings::RVT_S_SIGNAL_REQ_WR;
-            (*qp).s_hdrwords = 0;
-            (*qp).s_wqe = core::ptr::null_mut();
-            (*qp).s_draining = 0;
-            (*qp).s_next_psn = 0;
-            (*qp).s_last_psn = 0;
-            (*qp).s_sending_psn = 0;
-            (*qp).s_sending_hpsn = 0;
-            (*qp).s_psn = 0;
-            (*qp).r_psn = 0;
-            (*qp).r_msn = 0;
-            (*qp).s_state = s_state as u8;
-            (*qp).r_state = r_state as u8;
-            (*qp).s_ack_state = bindings::IB_OPCODE_RC_ACKNOWLEDGE as u8;
-            (*qp).r_nak_state = 0;
-            (*qp).r_aflags = 0;
-            (*qp).r_flags = 0;
-            (*qp).s_head = 0;
-            (*qp).s_tail = 0;
-            (*qp).s_cur = 0;
-            (*qp).s_acked = 0;
-            (*qp).s_last = 0;
-            (*qp).s_ssn = 1;
-            (*qp).s_lsn = 0;
-            (*qp).s_mig_state = bindings::ib_mig_state_IB_MIG_MIGRATED as u8;
-            (*qp).r_head_ack_queue = 0;
-            (*qp).s_tail_ack_queue = 0;
-            (*qp).s_acked_ack_queue = 0;
-            (*qp).s_num_rd_atomic = 0;
-            (*qp).r_sge.num_sge = 0;
-            (*qp).s_reserved_used.counter = 0;
-        }
+        *self.remote_qpn_mut() = 0;
+        *self.qkey_mut() = 0;
+        *self.qp_access_flags_mut() = 0;
+        *self.s_flags_mut() &= bindings::RVT_S_SIGNAL_REQ_WR;
+        *self.s_hdrwords_mut() = 0;
+        *self.s_wqe_mut() = core::ptr::null_mut();
+        *self.s_draining_mut() = 0;
+        *self.s_next_psn_mut() = 0;
+        *self.s_last_psn_mut() = 0;
+        *self.s_sending_psn_mut() = 0;
+        *self.s_sending_hpsn_mut() = 0;
+        *self.s_psn_mut() = 0;
+        *self.r_psn_mut() = 0;
+        *self.r_msn_mut() = 0;
+        *self.s_state_mut() = s_state as u8;
+        *self.r_state_mut() = r_state as u8;
+        *self.s_ack_state_mut() = bindings::IB_OPCODE_RC_ACKNOWLEDGE as u8;
+        *self.r_nak_state_mut() = 0;
+        self.clear_r_aflags();
+        *self.r_flags_mut() = 0;
+        *self.s_tail_mut() = 0;
+        *self.s_cur_mut() = 0;
+        *self.s_acked_mut() = 0;
+        self.set_s_head_last(0);
+        *self.s_ssn_mut() = 1;
+        *self.s_lsn_mut() = 0;
+        *self.s_mig_state_mut() = bindings::ib_mig_state_IB_MIG_MIGRATED as u8;
+        *self.r_head_ack_queue_mut() = 0;
+        *self.s_tail_ack_queue_mut() = 0;
+        *self.s_acked_ack_queue_mut() = 0;
+        *self.s_num_rd_atomic_mut() = 0;
+        self.r_sge_mut().num_sge = 0;
+        self.clear_reserved_used();
     }
+}
 
-    /// [`Qp::init_reset_state_unlocked`] for a QP being created, which nobody else sees yet.
-    pub(super) fn init_reset_state(&self, qp_type: bindings::ib_qp_type) {
-        // SAFETY: only `create` calls this, before the QP is published.
-        unsafe { self.init_reset_state_unlocked(qp_type) }
-    }
-
+impl Qp {
     /// `rvt_reset_qp`: back to the reset state, from any state.
     pub(crate) fn reset(&self) {
         let locks = self.lock_all();
@@ -119,8 +90,7 @@ impl Qp {
                 unsafe { notify(qp) };
             }
         }
-        // SAFETY: all three locks are held.
-        unsafe { self.init_reset_state_unlocked(self.qp_type()) };
+        locks.fields().init_reset_state(self.qp_type());
         locks
     }
 

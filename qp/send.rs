@@ -377,11 +377,12 @@ impl Qp {
         *h.s_avail_mut() = avail;
         let max = size.wrapping_sub(1).wrapping_sub(reserved);
         if kernel::warn_on!(avail > max) {
-            // SAFETY: plain reads of the live QP for the report; racy ones are harmless.
-            let (tail, cur, acked) = unsafe {
-                let qp = self.as_raw();
-                ((*qp).s_tail, (*qp).s_cur, (*qp).s_acked)
-            };
+            // Racy reads for the report, as C's; harmless.
+            let (tail, cur, acked) = (
+                self.s_tail_unlocked(),
+                self.s_cur_unlocked(),
+                self.s_acked_unlocked(),
+            );
             pr_err!(
                 "{}: More avail entries than QP RB size.\nQP: {}, size: {}, avail: {}\nhead: {}, tail: {}, cur: {}, acked: {}, last: {}\n",
                 dev.name(),
@@ -506,7 +507,7 @@ impl Qp {
         // SAFETY: the slot is ours. A UD QP's slots each have an `attr` allocated at creation;
         // the request's AH was checked to be live and of the QP's PD, the head of an `rvt_ah`.
         unsafe {
-            if h.allowed_ops() == bindings::IB_OPCODE_UD as u8 {
+            if self.allowed_ops() == bindings::IB_OPCODE_UD as u8 {
                 let ud = &raw mut (*wqe).__bindgen_anon_1.ud_wr;
                 let ah = (*ud).wr.ah.cast::<bindings::rvt_ah>();
                 log_pmtu = (*ah).log_pmtu;
@@ -562,11 +563,10 @@ impl Qp {
     ///
     /// `wqe` is the slot at `s_head`, ours, filled by `take_sges` and `sequence`.
     unsafe fn release_slot(&self, wqe: *mut bindings::rvt_swqe, local: &Local) {
-        let qp = self.as_raw();
         // SAFETY: the slot is ours; its `num_sge` entries hold references (or its count is
         // 0); a UD slot holds a copy of the AH's attributes.
         unsafe {
-            if (*qp).allowed_ops == bindings::IB_OPCODE_UD as u8 {
+            if self.allowed_ops() == bindings::IB_OPCODE_UD as u8 {
                 bindings::rdma_destroy_ah_attr((*wqe).__bindgen_anon_1.ud_wr.attr);
             }
             let stored = (*wqe).__bindgen_anon_1.wr.num_sge.max(0) as usize;
@@ -578,7 +578,7 @@ impl Qp {
     }
 
     /// The QP's PD, an `rvt_pd` of ours.
-    fn pd(&self) -> *mut bindings::rvt_pd {
+    pub(super) fn pd(&self) -> *mut bindings::rvt_pd {
         // SAFETY: `ibqp.pd` is set by ib_core at creation and fixed.
         unsafe { (*self.ibqp()).pd.cast() }
     }

@@ -123,10 +123,12 @@ c_export!(rvt_stop_rc_timers);
 /// `qp` is a live QP of ours; the caller holds none of its locks (the callbacks take them).
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rvt_del_timers_sync(qp: *mut bindings::rvt_qp) {
-    // SAFETY: the timers were set up at creation and the QP is live (caller's guarantee).
+    // SAFETY: a live QP of ours (caller's guarantee).
+    let qp = unsafe { Qp::from_raw(qp) };
+    // SAFETY: the timers were set up at creation and the QP is live.
     unsafe {
-        bindings::timer_delete_sync(&raw mut (*qp).s_timer);
-        bindings::hrtimer_cancel(&raw mut (*qp).s_rnr_timer);
+        bindings::timer_delete_sync(qp.s_timer());
+        bindings::hrtimer_cancel(qp.s_rnr_timer());
     }
 }
 c_export!(rvt_del_timers_sync);
