@@ -21,11 +21,11 @@
 //!   (`*_unlocked`, as C's READ_ONCE: a racing `modify_qp` can make them stale, never torn).
 //!
 //! Left out on purpose: the atomics (`refcount`, `r_aflags`, `s_reserved_used`,
-//! `local_ops_pending`), which [`Qp`] changes atomically with no lock (`refcount` only through
-//! its `AlwaysRefCounted`; a reset clears the two in the middle through [`QpMut`]), the QPN
-//! hash link `next` (under the table's `qpt_lock`, see [`Qp::next_link`]), the receive queue
-//! `r_rq` (`crate::krwq`, with locks of its own), and the memory the locks themselves and the
-//! timers live in.
+//! `local_ops_pending`), which [`Qp`] changes atomically with no lock (`refcount` only through its
+//! `AlwaysRefCounted`; a reset clears `r_aflags` and `s_reserved_used` through [`QpMut`]), the QPN
+//! hash link `next` (under the table's `qpt_lock`, see [`Qp::next_link`]), the receive queue `r_rq`
+//! (`crate::krwq`, with locks of its own), and the memory the locks themselves and the timers live
+//! in.
 
 use core::ptr;
 
