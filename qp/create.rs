@@ -190,10 +190,8 @@ impl Qp {
         self.alloc_ud_attrs(dev)?;
         self.number(dev, init)?;
         progress.numbered = true;
-        if let Some(priv_init) = dev.driver().qp_priv_init {
-            // SAFETY: the driver's callback on a fully set-up QP, as C calls it.
-            kernel::error::to_result(unsafe { priv_init(dev.as_raw(), self.as_raw(), init) })?;
-        }
+        // SAFETY: `qp_priv_alloc` succeeded above, and the QP is still being created.
+        unsafe { dev.driver().qp_priv_init(self, init) }?;
         init.cap.max_inline_data = 0;
         self.reply(dev, udata)?;
         count_new(dev, init.qp_type)?;
@@ -243,10 +241,7 @@ impl Qp {
 
     /// The driver's private data (hfi1's `hfi1_qp_priv`, rvt_loop's send work).
     fn alloc_driver_priv(&self, dev: &Device) -> Result {
-        let alloc = dev.driver().qp_priv_alloc.ok_or(EINVAL)?;
-        // SAFETY: the driver's callback, as C calls it: process context, QP not yet visible.
-        let p = unsafe { alloc(dev.as_raw(), self.as_raw()) };
-        let p = kernel::error::from_err_ptr(p)?;
+        let p = dev.driver().qp_priv_alloc(self)?;
         // SAFETY: the QP is ours alone during creation.
         unsafe {
             (*self.as_raw()).priv_ = p;
@@ -403,9 +398,8 @@ impl Qp {
             }
             krwq::free(self.rq());
             if driver_priv {
-                if let Some(free) = dev.driver().qp_priv_free {
-                    free(dev.as_raw(), qp);
-                }
+                // `qp_priv_alloc` succeeded, and this is the QP's last use.
+                dev.driver().qp_priv_free(self);
                 (*qp).priv_ = core::ptr::null_mut();
             }
             self.free_ud_attrs();

@@ -67,10 +67,10 @@ impl Qp {
         unsafe {
             attr.qp_state = bindings::ib_qp_state(u32::from((*qp).state));
             attr.cur_qp_state = attr.qp_state;
-            attr.path_mtu = match dev.driver().mtu_to_path_mtu {
-                Some(f) => f(u32::from((*qp).pmtu)) as u32,
-                None => 0,
-            };
+            attr.path_mtu = dev
+                .driver()
+                .mtu_to_path_mtu(u32::from((*qp).pmtu))
+                .unwrap_or(0);
             attr.path_mig_state = u32::from((*qp).s_mig_state);
             attr.qkey = (*qp).qkey;
             attr.rq_psn = (*qp).r_psn & parms.psn_mask as u32;

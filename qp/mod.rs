@@ -54,8 +54,9 @@ pub(crate) use engine::SendEngine;
 pub(crate) use error::{raise_event, ErrorOutcome};
 pub(crate) use fields::Locked;
 pub(crate) use modify::modify_qp;
-pub(crate) use qpn::{driver_init, exit};
+pub(crate) use qpn::{driver_init, exit, QpDev};
 pub(crate) use recv::{post_recv, GetWqe};
+pub(crate) use reset::AllLocks;
 pub(crate) use send::post_send;
 
 use core::{marker::PhantomData, mem::ManuallyDrop};

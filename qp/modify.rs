@@ -125,19 +125,12 @@ impl Qp {
         if !ok {
             return Err(EINVAL);
         }
-        if let Some(check) = dev.driver().check_modify_qp {
-            // SAFETY: the driver's callback, with all three locks held, as C calls it.
-            if unsafe { check(self.as_raw(), attr, mask, udata) } != 0 {
-                return Err(EINVAL);
-            }
-        }
+        // SAFETY: `udata` is ib_core's, as the verb got it.
+        unsafe { dev.driver().check_modify_qp(self, attr, mask, udata, locks) }?;
         self.check_paths(dev, attr, mask)?;
         self.check_limits(dev, attr, mask)?;
         let pmtu = if has(mask, bindings::ib_qp_attr_mask_IB_QP_PATH_MTU) {
-            let get = dev.driver().get_pmtu_from_attr.ok_or(EINVAL)?;
-            // SAFETY: the driver's callback, with all three locks held, as C calls it.
-            let pmtu = unsafe { get(dev.as_raw(), self.as_raw(), attr) };
-            Some(u32::try_from(pmtu).map_err(|_| EINVAL)?)
+            Some(dev.driver().get_pmtu_from_attr(self, attr, locks)?)
         } else {
             None
         };
@@ -332,11 +325,9 @@ impl Qp {
             }
         }
         self.apply_paths(attr, mask, plan);
-        self.apply_transport(dev, attr, mask, plan);
-        if let Some(modify) = dev.driver().modify_qp {
-            // SAFETY: the driver's callback, with all three locks held, as C calls it.
-            unsafe { modify(qp, attr, mask, udata) };
-        }
+        self.apply_transport(_locks, dev, attr, mask, plan);
+        // SAFETY: `udata` is ib_core's, as the verb got it.
+        unsafe { dev.driver().modify_qp(self, attr, mask, udata, _locks) };
     }
 
     /// The address vectors and the migration state.
@@ -368,13 +359,20 @@ impl Qp {
     }
 
     /// MTU, retries, timers, keys and RDMA read/atomic depths.
-    fn apply_transport(&self, dev: &Device, attr: &bindings::ib_qp_attr, mask: c_int, plan: &Plan) {
+    fn apply_transport(
+        &self,
+        locks: &AllLocks<'_>,
+        dev: &Device,
+        attr: &bindings::ib_qp_attr,
+        mask: c_int,
+        plan: &Plan,
+    ) {
         let qp = self.as_raw();
         let m = |bit| has(mask, bit);
         // SAFETY: all three QP locks are held by the caller.
         unsafe {
-            if let (Some(pmtu), Some(mtu_from_qp)) = (plan.pmtu, dev.driver().mtu_from_qp) {
-                let mtu = mtu_from_qp(dev.as_raw(), qp, pmtu);
+            let mtu_from_qp = |pmtu| dev.driver().mtu_from_qp(self, pmtu, locks);
+            if let Some(mtu) = plan.pmtu.and_then(mtu_from_qp) {
                 (*qp).pmtu = mtu as u16;
                 (*qp).log_pmtu = mtu.checked_ilog2().unwrap_or(0) as u8;
             }
