@@ -142,6 +142,19 @@ impl Driver {
     }
 }
 
+impl Driver {
+    /// Whether `port_num` (1-based) is a port of this device: hfi1 and qib index their port
+    /// arrays with the number the port callbacks get. The callers checked it already.
+    fn is_port(&self, port_num: u32) -> bool {
+        self.device().port(port_num).is_ok()
+    }
+
+    /// [`Driver::is_port`] for a 0-based port index, as the MAD agent callbacks take it.
+    fn is_port_index(&self, port_idx: c_int) -> bool {
+        u32::try_from(port_idx).is_ok_and(|i| self.is_port(i + 1))
+    }
+}
+
 /// The QPs of all three guards.
 fn all_three(locks: &AllLocks<'_>) -> [*mut bindings::rvt_qp; 3] {
     [locks.r.qp_ptr(), locks.h.qp_ptr(), locks.s.qp_ptr()]
@@ -157,8 +170,11 @@ impl Driver {
         props: &mut bindings::ib_port_attr,
     ) -> Result {
         let query = self.table().query_port_state.ok_or(EINVAL)?;
-        // SAFETY: the device's own pointer; `props` is a valid attribute struct for the call;
-        // ib_core's `query_port` verb, as C calls it (no lock held).
+        if !self.is_port(port_num) {
+            return Err(EINVAL);
+        }
+        // SAFETY: the device's own pointer and one of its ports; `props` is a valid attribute
+        // struct for the call; ib_core's `query_port` verb, as C calls it (no lock held).
         to_result(unsafe { query(self.rdi(), port_num, props) })
     }
 
@@ -178,8 +194,12 @@ impl Driver {
 
     /// `cap_mask_chg`: the port's capability mask changed; nothing when absent.
     pub(crate) fn cap_mask_chg(&self, port_num: u32) {
-        if let Some(chg) = self.table().cap_mask_chg {
-            // SAFETY: the device's own pointer; ib_core's `modify_port` verb, as C calls it.
+        let Some(chg) = self.table().cap_mask_chg else {
+            return;
+        };
+        if self.is_port(port_num) {
+            // SAFETY: the device's own pointer and one of its ports; ib_core's `modify_port`
+            // verb, as C calls it.
             unsafe { chg(self.rdi(), port_num) };
         }
     }
@@ -188,9 +208,11 @@ impl Driver {
     /// 0 when it has none.
     pub(crate) fn shut_down_port(&self, port_num: u32) -> c_int {
         match self.table().shut_down_port {
-            // SAFETY: the device's own pointer; ib_core's `modify_port` verb, as C calls it.
-            Some(shut_down) => unsafe { shut_down(self.rdi(), port_num) },
             None => 0,
+            Some(_) if !self.is_port(port_num) => EINVAL.to_errno(),
+            // SAFETY: the device's own pointer and one of its ports; ib_core's `modify_port`
+            // verb, as C calls it.
+            Some(shut_down) => unsafe { shut_down(self.rdi(), port_num) },
         }
     }
 
@@ -203,7 +225,10 @@ impl Driver {
 
     /// `notify_create_mad_agent`: port `port_idx` (0-based) got its MAD agent.
     pub(crate) fn notify_create_mad_agent(&self, port_idx: c_int) {
-        if let Some(notify) = self.table().notify_create_mad_agent {
+        let Some(notify) = self.table().notify_create_mad_agent else {
+            return;
+        };
+        if self.is_port_index(port_idx) {
             // SAFETY: the device's own pointer and one of its port indices; device
             // registration, as C calls it (no lock held).
             unsafe { notify(self.rdi(), port_idx) };
@@ -212,7 +237,10 @@ impl Driver {
 
     /// `notify_free_mad_agent`: port `port_idx` (0-based) lost its MAD agent.
     pub(crate) fn notify_free_mad_agent(&self, port_idx: c_int) {
-        if let Some(notify) = self.table().notify_free_mad_agent {
+        let Some(notify) = self.table().notify_free_mad_agent else {
+            return;
+        };
+        if self.is_port_index(port_idx) {
             // SAFETY: the device's own pointer and one of its port indices; device
             // (un)registration, as C calls it (no lock held).
             unsafe { notify(self.rdi(), port_idx) };
