@@ -2,7 +2,7 @@
 
 //! Address handles: `struct rvt_ah`, validated by rdmavt and then by the driver.
 
-use kernel::{error::to_result, ffi::c_int, prelude::*, sync::lock::spinlock::SpinLockIrqBackend};
+use kernel::{ffi::c_int, prelude::*, sync::lock::spinlock::SpinLockIrqBackend};
 
 use crate::{bindings, device::Device, lock::Guarded, macros::c_export};
 
@@ -42,11 +42,7 @@ fn check(ibdev: *mut bindings::ib_device, attr: &mut bindings::rdma_ah_attr) -> 
     }
     // SAFETY: `ibdev` is one of ours.
     let dev = unsafe { Device::from_ib(ibdev) };
-    if let Some(driver_check) = dev.driver().check_ah {
-        // SAFETY: the driver's callback, as C calls it.
-        to_result(unsafe { driver_check(ibdev, attr) })?;
-    }
-    Ok(())
+    dev.driver().check_ah(attr)
 }
 
 /// Validates AH attributes for the driver: 0 or -EINVAL (or the driver's own error).
@@ -102,10 +98,9 @@ pub(crate) unsafe extern "C" fn create_ah(
     }
     // SAFETY: the AH is new and ours alone; `rdma_copy_ah_attr` takes its own references.
     unsafe { bindings::rdma_copy_ah_attr(&raw mut (*ah).attr, attr) };
-    if let Some(notify) = dev.driver().notify_new_ah {
-        // SAFETY: the driver's callback, as C calls it.
-        unsafe { notify(ibdev, attr, ah) };
-    }
+    // SAFETY: ib_core's attributes, valid for the call; the AH is new and ours alone.
+    let (attr, ah) = unsafe { (&mut *attr, &mut *ah) };
+    dev.driver().notify_new_ah(attr, ah);
     0
 }
 

@@ -54,9 +54,8 @@ fn count_new(dev: &Device) -> Result {
 
 /// The CPU completion callbacks of this vector run on.
 fn comp_vector_cpu(dev: &Device, vector: c_int) -> c_int {
-    match dev.driver().comp_vect_cpu_lookup {
-        // SAFETY: the driver's callback, as C calls it.
-        Some(lookup) => unsafe { lookup(dev.as_raw(), vector) },
+    match dev.driver().comp_vect_cpu_lookup(vector) {
+        Some(cpu) => cpu,
         // SAFETY: a lookup in the topology tables.
         None => unsafe { bindings::rdmavt_rs_node_first_cpu(dev.dparms().node) },
     }

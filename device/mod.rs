@@ -5,9 +5,11 @@
 //!
 //! The driver owns `dparms`, `driver_f`, `post_parms` and the ports' contents; rdmavt reads
 //! them. The C contract (include/rdma/rdma_vt.h) is that the driver leaves `dparms` alone once
-//! the device is registered, which is what lets us hand out shared references to it.
+//! the device is registered, which is what lets us hand out shared references to it. The
+//! same holds for its callbacks, which rdmavt calls only through [`Device::driver`].
 
 mod alloc;
+mod driver;
 pub(crate) mod ops;
 mod query;
 mod register;
@@ -71,12 +73,6 @@ impl Device {
         // SAFETY: valid by the type invariant; the driver does not modify `dparms` after
         // registration (rdma_vt.h), and before it nothing else runs on this device.
         unsafe { &(*self.as_raw()).dparms }
-    }
-
-    /// The driver's callbacks, fixed once the device is registered.
-    pub(crate) fn driver(&self) -> &bindings::rvt_driver_provided {
-        // SAFETY: as for `dparms`: set by the driver before registration, then left alone.
-        unsafe { &(*self.as_raw()).driver_f }
     }
 
     /// The port with IB port number `port_num` (1-based, as ib_core numbers them).

@@ -87,9 +87,9 @@ pub(crate) unsafe extern "C" fn query_port(
             p.subnet_timeout = (*rvp).subnet_timeout;
             p.init_type_reply = 0;
         }
-        let query = dev.driver().query_port_state.ok_or(EINVAL)?;
-        // SAFETY: the driver's callback (checked present at registration), as C calls it.
-        to_result(unsafe { query(dev.as_raw(), port_num, props) })?;
+        // SAFETY: `props` is valid, as above, and no other reference to it is left.
+        let props = unsafe { &mut *props };
+        dev.driver().query_port_state(port_num, props)?;
         Ok(0)
     })
 }
@@ -120,19 +120,12 @@ pub(crate) unsafe extern "C" fn modify_port(
                 (*rvp).port_cap_flags &= !props.clr_port_cap_mask;
             }
         }
-        let f = dev.driver();
         if props.set_port_cap_mask != 0 || props.clr_port_cap_mask != 0 {
-            if let Some(chg) = f.cap_mask_chg {
-                // SAFETY: the driver's callback, as C calls it.
-                unsafe { chg(dev.as_raw(), port_num) };
-            }
+            dev.driver().cap_mask_chg(port_num);
         }
         let mut ret = 0;
         if mask & bindings::ib_port_modify_flags_IB_PORT_SHUTDOWN as c_int != 0 {
-            if let Some(shut_down) = f.shut_down_port {
-                // SAFETY: the driver's callback, as C calls it.
-                ret = unsafe { shut_down(dev.as_raw(), port_num) };
-            }
+            ret = dev.driver().shut_down_port(port_num);
         }
         if mask & bindings::ib_port_modify_flags_IB_PORT_RESET_QKEY_CNTR as c_int != 0 {
             // SAFETY: as above.
@@ -181,18 +174,16 @@ pub(crate) unsafe extern "C" fn query_gid(
     from_result(|| {
         // SAFETY: ib_core calls this on one of our live devices with a valid `gid`.
         let dev = unsafe { Device::from_ib(ibdev) };
-        let rvp = dev.port(port_num)?.as_raw();
-        let get_guid = dev.driver().get_guid_be.ok_or(EINVAL)?;
-        // SAFETY: `gid` is valid for writes; the driver's callback is called as C calls it.
-        unsafe {
-            (*gid).global.subnet_prefix = (*rvp).gid_prefix;
-            to_result(get_guid(
-                dev.as_raw(),
-                rvp,
-                index,
-                &raw mut (*gid).global.interface_id,
-            ))?;
-        }
+        let port = dev.port(port_num)?;
+        // SAFETY: `gid` is valid for writes, and ours for the call; the port lives as long as
+        // the device.
+        let global = unsafe {
+            let global = &mut (*gid).global;
+            global.subnet_prefix = (*port.as_raw()).gid_prefix;
+            global
+        };
+        dev.driver()
+            .get_guid_be(port, index, &mut global.interface_id)?;
         Ok(0)
     })
 }
@@ -232,11 +223,8 @@ pub(crate) unsafe extern "C" fn alloc_ucontext(
 ) -> c_int {
     // SAFETY: ib_core passes a live context of one of our devices.
     let dev = unsafe { Device::from_ib((*uctx).device) };
-    match dev.driver().alloc_ucontext {
-        // SAFETY: the driver's callback, as C calls it.
-        Some(alloc) => unsafe { alloc(uctx, udata) },
-        None => 0,
-    }
+    // SAFETY: ib_core's objects, as this verb got them.
+    unsafe { dev.driver().alloc_ucontext(uctx, udata) }
 }
 
 /// `dealloc_ucontext`: the driver's, if it has one.
@@ -247,8 +235,6 @@ pub(crate) unsafe extern "C" fn alloc_ucontext(
 pub(crate) unsafe extern "C" fn dealloc_ucontext(uctx: *mut bindings::ib_ucontext) {
     // SAFETY: ib_core passes a live context of one of our devices.
     let dev = unsafe { Device::from_ib((*uctx).device) };
-    if let Some(dealloc) = dev.driver().dealloc_ucontext {
-        // SAFETY: the driver's callback, as C calls it.
-        unsafe { dealloc(uctx) };
-    }
+    // SAFETY: ib_core's context, as this verb got it.
+    unsafe { dev.driver().dealloc_ucontext(uctx) };
 }

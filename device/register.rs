@@ -44,53 +44,52 @@ fn check_support(dev: &Device) -> core::result::Result<(), Verb> {
     let ops = unsafe { &(*dev.ibdev()).ops };
     let f = dev.driver();
     let need = |ok: bool, verb| if ok { Ok(()) } else { Err(verb) };
-    let qp_common = f.notify_qp_reset.is_some()
-        && f.flush_qp_waiters.is_some()
-        && f.stop_send_queue.is_some()
-        && f.quiesce_qp.is_some();
+    let qp_common = f.has_notify_qp_reset()
+        && f.has_flush_qp_waiters()
+        && f.has_stop_send_queue()
+        && f.has_quiesce_qp();
 
     need(
-        !ops.port_groups.is_null() && f.get_pci_dev.is_some(),
+        !ops.port_groups.is_null() && f.has_get_pci_dev(),
         Verb::Misc,
     )?;
     // rdmavt has no modify_device of its own that does anything: drivers bring theirs.
     need(ops.modify_device.is_some(), Verb::ModifyDevice)?;
     need(
-        ops.query_port.is_some() || f.query_port_state.is_some(),
+        ops.query_port.is_some() || f.has_query_port_state(),
         Verb::QueryPort,
     )?;
     need(
-        ops.modify_port.is_some() || (f.cap_mask_chg.is_some() && f.shut_down_port.is_some()),
+        ops.modify_port.is_some() || (f.has_cap_mask_chg() && f.has_shut_down_port()),
         Verb::ModifyPort,
     )?;
     need(
-        ops.query_gid.is_some() || f.get_guid_be.is_some(),
+        ops.query_gid.is_some() || f.has_get_guid_be(),
         Verb::QueryGid,
     )?;
     need(
-        ops.create_qp.is_some()
-            || (f.qp_priv_alloc.is_some() && f.qp_priv_free.is_some() && qp_common),
+        ops.create_qp.is_some() || (f.has_qp_priv_alloc() && f.has_qp_priv_free() && qp_common),
         Verb::CreateQp,
     )?;
     need(
         ops.modify_qp.is_some()
             || (qp_common
-                && f.schedule_send.is_some()
-                && f.get_pmtu_from_attr.is_some()
-                && f.notify_error_qp.is_some()
-                && f.mtu_from_qp.is_some()
-                && f.mtu_to_path_mtu.is_some()),
+                && f.has_schedule_send()
+                && f.has_get_pmtu_from_attr()
+                && f.has_notify_error_qp()
+                && f.has_mtu_from_qp()
+                && f.has_mtu_to_path_mtu()),
         Verb::ModifyQp,
     )?;
     need(
-        ops.destroy_qp.is_some() || (f.qp_priv_free.is_some() && qp_common),
+        ops.destroy_qp.is_some() || (f.has_qp_priv_free() && qp_common),
         Verb::DestroyQp,
     )?;
     // SAFETY: as above, the driver's fields are stable during registration.
     let post_parms = unsafe { (*dev.as_raw()).post_parms };
     need(
         ops.post_send.is_some()
-            || (f.schedule_send.is_some() && f.do_send.is_some() && !post_parms.is_null()),
+            || (f.has_schedule_send() && f.has_do_send() && !post_parms.is_null()),
         Verb::PostSend,
     )
 }

@@ -99,10 +99,7 @@ pub(crate) unsafe extern "C" fn rvt_get_credit(qp: *mut bindings::rvt_qp, aeth: 
     }
     if s.flags() & bindings::RVT_S_WAIT_SSN_CREDIT != 0 {
         s.clear_flags(bindings::RVT_S_WAIT_SSN_CREDIT);
-        if let Some(schedule) = qp.device().driver().schedule_send {
-            // SAFETY: the driver's callback for a live QP, with `s_lock` held, as C calls it.
-            unsafe { schedule(qp.as_raw()) };
-        }
+        qp.device().driver().schedule_send(qp, &s);
     }
 }
 c_export!(rvt_get_credit);

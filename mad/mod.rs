@@ -55,10 +55,7 @@ pub(crate) fn create_agents(dev: &Device) {
         }
         // SAFETY: ports live as long as the device; registration is single-threaded.
         unsafe { (*rvp).send_agent = agent };
-        if let Some(notify) = dev.driver().notify_create_mad_agent {
-            // SAFETY: a driver callback, called as C rdmavt calls it.
-            unsafe { notify(dev.as_raw(), i) };
-        }
+        dev.driver().notify_create_mad_agent(i);
     }
 }
 
@@ -73,10 +70,7 @@ fn unwind_agents(dev: &Device) {
         }
         // SAFETY: an agent `create_agents` registered and nothing else holds.
         unsafe { bindings::ib_unregister_mad_agent(agent) };
-        if let Some(notify) = dev.driver().notify_free_mad_agent {
-            // SAFETY: a driver callback, called as C rdmavt calls it.
-            unsafe { notify(dev.as_raw(), i) };
-        }
+        dev.driver().notify_free_mad_agent(i);
     }
 }
 
@@ -95,9 +89,6 @@ pub(crate) fn free_agents(dev: &Device) {
                 bindings::rdmavt_rs_rdma_destroy_ah(&raw mut (*sm_ah).ibah);
             }
         }
-        if let Some(notify) = dev.driver().notify_free_mad_agent {
-            // SAFETY: a driver callback, called as C rdmavt calls it.
-            unsafe { notify(dev.as_raw(), i) };
-        }
+        dev.driver().notify_free_mad_agent(i);
     }
 }

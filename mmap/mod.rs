@@ -3,13 +3,12 @@
 //! mmap of rdmavt objects into user space.
 //!
 //! Offsets below [`OFFSET_START`] (the first 256 pages) belong to the driver and go to its
-//! `driver_f.mmap`; above, each user CQ, QP or SRQ ring gets its own page-sized offset when it
+//! `mmap` callback; above, each user CQ, QP or SRQ ring gets its own page-sized offset when it
 //! is created, and the ring is mapped at that offset.
 
 use kernel::{
     ffi::c_int,
     page::{PAGE_SHIFT, PAGE_SIZE},
-    prelude::*,
 };
 
 use crate::{bindings, device::Device, lock::spin_lock_init};
@@ -52,11 +51,8 @@ pub(crate) unsafe extern "C" fn mmap(
     // SAFETY: ib_core passes a live VMA for the duration of the call.
     let offset = unsafe { (*vma).vm_pgoff } << PAGE_SHIFT;
     if offset < OFFSET_START {
-        return match dev.driver().mmap {
-            // SAFETY: the driver's own mmap, for its reserved range, as C rdmavt calls it.
-            Some(driver_mmap) => unsafe { driver_mmap(context, vma) },
-            None => EINVAL.to_errno(),
-        };
+        // SAFETY: ib_core's objects, as this verb got them.
+        return unsafe { dev.driver().mmap(context, vma) };
     }
     // SAFETY: as above.
     let size = unsafe {

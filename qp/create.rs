@@ -188,10 +188,8 @@ impl OwnedQp<'_> {
         self.alloc_ud_attrs(dev)?;
         self.number(dev, init)?;
         progress.numbered = true;
-        if let Some(priv_init) = dev.driver().qp_priv_init {
-            // SAFETY: the driver's callback on a fully set-up QP, as C calls it.
-            kernel::error::to_result(unsafe { priv_init(dev.as_raw(), self.as_raw(), init) })?;
-        }
+        // SAFETY: `qp_priv_alloc` succeeded above, and the QP is still being created.
+        unsafe { dev.driver().qp_priv_init(self, init) }?;
         init.cap.max_inline_data = 0;
         self.reply(dev, udata)?;
         count_new(dev, init.qp_type)?;
@@ -235,10 +233,7 @@ impl OwnedQp<'_> {
 
     /// The driver's private data (hfi1's `hfi1_qp_priv`, rvt_loop's send work).
     fn alloc_driver_priv(&mut self, dev: &Device) -> Result {
-        let alloc = dev.driver().qp_priv_alloc.ok_or(EINVAL)?;
-        // SAFETY: the driver's callback, as C calls it: process context, QP not yet visible.
-        let p = unsafe { alloc(dev.as_raw(), self.as_raw()) };
-        let p = kernel::error::from_err_ptr(p)?;
+        let p = dev.driver().qp_priv_alloc(self)?;
         self.set_driver_priv(p);
         let mut f = self.fields();
         *f.timeout_jiffies_mut() = super::timeout_to_jiffies(f.timeout());
@@ -346,7 +341,6 @@ impl OwnedQp<'_> {
     /// `qp_priv_free` is called, whatever `priv` holds, as C calls it.
     pub(super) fn free_resources(&mut self, driver_priv: bool) {
         let dev = self.device();
-        let qp = self.as_raw();
         if let Some(info) = self.mmap_info() {
             // The info owns the user ring: its last reference frees it. The C rdmavt also
             // vfree()s the ring on one error path, a double free; not here.
@@ -359,11 +353,10 @@ impl OwnedQp<'_> {
         // it up, or left it zeroed.
         unsafe { krwq::free(self.rq()) };
         if driver_priv {
-            // SAFETY: the driver's callback, on a QP nothing else uses, as C calls it.
+            // SAFETY: `qp_priv_alloc` succeeded (caller's word), this is the one call for it,
+            // and nothing else uses the QP (type invariant).
             unsafe {
-                if let Some(free) = dev.driver().qp_priv_free {
-                    free(dev.as_raw(), qp);
-                }
+                dev.driver().qp_priv_free(self);
             }
             self.set_driver_priv(core::ptr::null_mut());
         }

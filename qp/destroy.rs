@@ -54,20 +54,16 @@ pub(crate) unsafe extern "C" fn query_qp(
 impl Qp {
     fn query(&self, attr: &mut bindings::ib_qp_attr, init: &mut bindings::ib_qp_init_attr) {
         let dev = self.device();
-        let qp = self.as_raw();
         let ibqp = self.ibqp();
         let parms = dev.dparms();
         // As in C, the fields are read without the QP locks: a snapshot that may mix values
         // from before and after a concurrent modify_qp(), which ib_core's callers accept.
         attr.qp_state = bindings::ib_qp_state(u32::from(self.state_unlocked()));
         attr.cur_qp_state = attr.qp_state;
-        // SAFETY: a live QP; the driver's callback is a pure conversion.
-        unsafe {
-            attr.path_mtu = match dev.driver().mtu_to_path_mtu {
-                Some(f) => f(u32::from((*qp).pmtu)) as u32,
-                None => 0,
-            };
-        }
+        attr.path_mtu = dev
+            .driver()
+            .mtu_to_path_mtu(u32::from(self.pmtu_unlocked()))
+            .unwrap_or(0);
         attr.path_mig_state = u32::from(self.s_mig_state_unlocked());
         attr.qkey = self.qkey_unlocked();
         attr.rq_psn = self.r_psn_unlocked() & parms.psn_mask as u32;

@@ -32,7 +32,7 @@ impl Qp {
             return ErrorOutcome::Done;
         }
         s.set_state(r, err_state as u8);
-        self.stop_sending(s);
+        self.stop_sending(r, s);
         self.clear_mr_refs(r, s, false);
         self.complete_active_receive(r, err);
         if self.own_rq().is_some() {
@@ -46,7 +46,7 @@ impl Qp {
 
     /// Stops the timers and send waits, tells the driver, and has it drain the send queue
     /// (each WQE left completes with IB_WC_WR_FLUSH_ERR).
-    fn stop_sending(&self, s: &mut SendGuard<'_>) {
+    fn stop_sending(&self, r: &RecvGuard<'_>, s: &mut SendGuard<'_>) {
         let f = self.device().driver();
         if s.flags() & (bindings::RVT_S_TIMER | bindings::RVT_S_WAIT_RNR) != 0 {
             s.clear_flags(bindings::RVT_S_TIMER | bindings::RVT_S_WAIT_RNR);
@@ -54,17 +54,10 @@ impl Qp {
             unsafe { bindings::timer_delete(self.s_timer()) };
         }
         s.clear_flags(bindings::RVT_S_ANY_WAIT_SEND);
-        if let Some(notify) = f.notify_error_qp {
-            // SAFETY: the driver's callbacks, with `r_lock` and `s_lock` held, as C calls them
-            // (with C's pointer to the QP).
-            unsafe { notify(self.as_raw()) };
-        }
+        f.notify_error_qp(self, r, s);
         // `s_head` may only grow meanwhile: what is queued is drained.
         if s.s_last() != self.s_head_acquire() {
-            if let Some(schedule) = f.schedule_send {
-                // SAFETY: as above.
-                unsafe { schedule(self.as_raw()) };
-            }
+            f.schedule_send(self, s);
         }
     }
 

@@ -276,8 +276,8 @@ impl OwnedQp<'_> {
 macro_rules! unlocked_reads {
     ($($field:ident: $ty:ty,)*) => {
         ::kernel::macros::paste! {
-            // Generated for the whole list, which states what C reads with no lock; `pmtu`'s
-            // reader waits for the driver callback that reads it in `query_qp`.
+            // Generated for the whole list, which states what C reads with no lock; not every
+            // field has a reader in Rust yet.
             #[allow(dead_code)]
             impl Qp {
                 $(

@@ -57,7 +57,7 @@ pub(crate) use error::{raise_event, ErrorOutcome};
 pub(crate) use exclusive::{AllLocks, OwnedQp, QpMut};
 pub(crate) use fields::Locked;
 pub(crate) use modify::modify_qp;
-pub(crate) use qpn::{driver_init, exit};
+pub(crate) use qpn::{driver_init, exit, QpDev};
 pub(crate) use recv::{post_recv, GetWqe};
 pub(crate) use send::post_send;
 

@@ -180,19 +180,12 @@ impl Qp {
         if !ok {
             return Err(EINVAL);
         }
-        if let Some(check) = dev.driver().check_modify_qp {
-            // SAFETY: the driver's callback, with all three locks held, as C calls it.
-            if unsafe { check(self.as_raw(), attr, mask, udata) } != 0 {
-                return Err(EINVAL);
-            }
-        }
+        // SAFETY: `udata` is ib_core's, as the verb got it.
+        unsafe { dev.driver().check_modify_qp(self, attr, mask, udata, locks) }?;
         self.check_paths(locks, dev, attr, mask)?;
         self.check_limits(dev, attr, mask)?;
         let pmtu = if has(mask, bindings::ib_qp_attr_mask_IB_QP_PATH_MTU) {
-            let get = dev.driver().get_pmtu_from_attr.ok_or(EINVAL)?;
-            // SAFETY: the driver's callback, with all three locks held, as C calls it.
-            let pmtu = unsafe { get(dev.as_raw(), self.as_raw(), attr) };
-            Some(u32::try_from(pmtu).map_err(|_| EINVAL)?)
+            Some(dev.driver().get_pmtu_from_attr(self, attr, locks)?)
         } else {
             None
         };
@@ -332,7 +325,6 @@ impl Qp {
         udata: *mut bindings::ib_udata,
     ) {
         let dev = self.device();
-        let qp = self.as_raw();
         let m = |bit| has(mask, bit);
         let mut f = locks.fields();
         if m(bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX) {
@@ -359,55 +351,46 @@ impl Qp {
             *f.qp_access_flags_mut() = attr.qp_access_flags as u8;
         }
         apply_paths(&mut f, attr, mask, plan);
-        self.apply_transport(&mut f, dev, attr, mask, plan);
-        if let Some(modify) = dev.driver().modify_qp {
-            // SAFETY: the driver's callback, with all three locks held, as C calls it.
-            unsafe { modify(qp, attr, mask, udata) };
-        }
+        // The driver sizes the MTU from the port and path just applied, as in C.
+        let mtu = plan
+            .pmtu
+            .and_then(|pmtu| dev.driver().mtu_from_qp(self, pmtu, locks));
+        apply_transport(&mut locks.fields(), attr, mask, mtu);
+        // SAFETY: `udata` is ib_core's, as the verb got it.
+        unsafe { dev.driver().modify_qp(self, attr, mask, udata, locks) };
     }
+}
 
-    /// MTU, retries, timers, keys and RDMA read/atomic depths.
-    fn apply_transport(
-        &self,
-        f: &mut QpMut<'_>,
-        dev: &Device,
-        attr: &bindings::ib_qp_attr,
-        mask: c_int,
-        plan: &Plan,
-    ) {
-        let qp = self.as_raw();
-        let m = |bit| has(mask, bit);
-        // SAFETY: the driver's callback, with all three locks held, as C calls it.
-        unsafe {
-            if let (Some(pmtu), Some(mtu_from_qp)) = (plan.pmtu, dev.driver().mtu_from_qp) {
-                let mtu = mtu_from_qp(dev.as_raw(), qp, pmtu);
-                *f.pmtu_mut() = mtu as u16;
-                *f.log_pmtu_mut() = mtu.checked_ilog2().unwrap_or(0) as u8;
-            }
-        }
-        if m(bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT) {
-            *f.s_retry_cnt_mut() = attr.retry_cnt;
-            *f.s_retry_mut() = attr.retry_cnt;
-        }
-        if m(bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY) {
-            *f.s_rnr_retry_cnt_mut() = attr.rnr_retry;
-            *f.s_rnr_retry_mut() = attr.rnr_retry;
-        }
-        if m(bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER) {
-            *f.r_min_rnr_timer_mut() = attr.min_rnr_timer;
-        }
-        if m(bindings::ib_qp_attr_mask_IB_QP_TIMEOUT) {
-            *f.timeout_mut() = attr.timeout;
-            *f.timeout_jiffies_mut() = super::timeout_to_jiffies(attr.timeout);
-        }
-        if m(bindings::ib_qp_attr_mask_IB_QP_QKEY) {
-            *f.qkey_mut() = attr.qkey;
-        }
-        if m(bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC) {
-            *f.r_max_rd_atomic_mut() = attr.max_dest_rd_atomic;
-        }
-        if m(bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC) {
-            *f.s_max_rd_atomic_mut() = attr.max_rd_atomic;
-        }
+/// MTU (`mtu`, from the driver's `mtu_from_qp`), retries, timers, keys and RDMA read/atomic
+/// depths.
+fn apply_transport(f: &mut QpMut<'_>, attr: &bindings::ib_qp_attr, mask: c_int, mtu: Option<u32>) {
+    let m = |bit| has(mask, bit);
+    if let Some(mtu) = mtu {
+        *f.pmtu_mut() = mtu as u16;
+        *f.log_pmtu_mut() = mtu.checked_ilog2().unwrap_or(0) as u8;
+    }
+    if m(bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT) {
+        *f.s_retry_cnt_mut() = attr.retry_cnt;
+        *f.s_retry_mut() = attr.retry_cnt;
+    }
+    if m(bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY) {
+        *f.s_rnr_retry_cnt_mut() = attr.rnr_retry;
+        *f.s_rnr_retry_mut() = attr.rnr_retry;
+    }
+    if m(bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER) {
+        *f.r_min_rnr_timer_mut() = attr.min_rnr_timer;
+    }
+    if m(bindings::ib_qp_attr_mask_IB_QP_TIMEOUT) {
+        *f.timeout_mut() = attr.timeout;
+        *f.timeout_jiffies_mut() = super::timeout_to_jiffies(attr.timeout);
+    }
+    if m(bindings::ib_qp_attr_mask_IB_QP_QKEY) {
+        *f.qkey_mut() = attr.qkey;
+    }
+    if m(bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC) {
+        *f.r_max_rd_atomic_mut() = attr.max_dest_rd_atomic;
+    }
+    if m(bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC) {
+        *f.s_max_rd_atomic_mut() = attr.max_rd_atomic;
     }
 }

@@ -71,7 +71,8 @@ impl QpDev {
         Self(unsafe { (*dev.as_raw()).qp_dev })
     }
 
-    fn qpt(&self) -> *mut bindings::rvt_qpn_table {
+    /// The QPN table, which a driver with its own `alloc_qpn` also gets.
+    pub(crate) fn qpt(&self) -> *mut bindings::rvt_qpn_table {
         // SAFETY: valid by the type invariant; only the field's address is taken.
         unsafe { &raw mut (*self.0).qpn_table }
     }
@@ -123,11 +124,11 @@ pub(crate) unsafe fn driver_init(dev: &Device) -> Result {
     let parms = dev.dparms();
     let f = dev.driver();
     if parms.qp_table_size == 0
-        || f.free_all_qps.is_none()
-        || f.qp_priv_alloc.is_none()
-        || f.qp_priv_free.is_none()
-        || f.notify_qp_reset.is_none()
-        || f.notify_restart_rc.is_none()
+        || !f.has_free_all_qps()
+        || !f.has_qp_priv_alloc()
+        || !f.has_qp_priv_free()
+        || !f.has_notify_qp_reset()
+        || !f.has_notify_restart_rc()
     {
         return Err(EINVAL);
     }
@@ -316,10 +317,8 @@ pub(super) struct QpnRequest {
 /// are taken.
 pub(super) fn alloc_qpn(dev: &Device, req: &QpnRequest) -> Result<u32> {
     let qpt = QpDev::of(dev).qpt();
-    if let Some(alloc) = dev.driver().alloc_qpn {
-        // SAFETY: the driver's callback, with our live table; it returns a QPN or -errno.
-        let ret = unsafe { alloc(dev.as_raw(), qpt, req.qp_type, req.port_num) };
-        return u32::try_from(ret).map_err(|_| Error::from_errno(ret));
+    if let Some(qpn) = dev.driver().alloc_qpn(req.qp_type, req.port_num) {
+        return qpn;
     }
     if req.qp_type == bindings::ib_qp_type::IB_QPT_SMI
         || req.qp_type == bindings::ib_qp_type::IB_QPT_GSI

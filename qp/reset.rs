@@ -69,14 +69,10 @@ impl Qp {
     pub(crate) fn reset_locked<'a>(&'a self, mut locks: AllLocks<'a>) -> AllLocks<'a> {
         let dev = self.device();
         let f = dev.driver();
-        let qp = self.as_raw();
         let reset = bindings::ib_qp_state::IB_QPS_RESET.0;
         if locks.s.state() != reset {
             locks.s.set_state(&locks.r, reset as u8);
-            if let Some(flush) = f.flush_qp_waiters {
-                // SAFETY: the driver's callback, with the locks C holds here (all three).
-                unsafe { flush(qp) };
-            }
+            f.flush_qp_waiters(self, &locks);
             locks.s.stop_timers();
             locks
                 .s
@@ -85,10 +81,7 @@ impl Qp {
             self.stop_and_unpublish();
             locks = self.lock_all();
             self.clear_mr_refs(&mut locks.r, &mut locks.s, true);
-            if let Some(notify) = f.notify_qp_reset {
-                // SAFETY: the driver's callback, with all three locks held, as in C.
-                unsafe { notify(qp) };
-            }
+            f.notify_qp_reset(self, &locks);
         }
         locks.fields().init_reset_state(self.qp_type());
         locks
@@ -99,18 +92,11 @@ impl Qp {
     /// readers).
     fn stop_and_unpublish(&self) {
         let f = self.device().driver();
-        let qp = self.as_raw();
-        // SAFETY: the driver's callbacks and rdmavt's timer teardown, in process context with
-        // no QP lock held, as C calls them.
-        unsafe {
-            if let Some(stop) = f.stop_send_queue {
-                stop(qp);
-            }
-            bindings::rvt_del_timers_sync(qp);
-            if let Some(quiesce) = f.quiesce_qp {
-                quiesce(qp);
-            }
-        }
+        f.stop_send_queue(self);
+        // SAFETY: rdmavt's timer teardown, in process context with no QP lock held, as C
+        // calls it.
+        unsafe { bindings::rvt_del_timers_sync(self.as_raw()) };
+        f.quiesce_qp(self);
         self.remove();
     }
 

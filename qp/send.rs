@@ -157,22 +157,12 @@ impl Qp {
     /// (if the driver's `setup_wqe` agreed), otherwise later.
     fn kick(&self, now: bool) {
         let f = self.device().driver();
-        let qp = self.as_raw();
-        // SAFETY: the driver's callbacks, without QP locks, as C calls them; registration
-        // checked that `do_send` and `schedule_send` exist when `post_send` is ours.
-        unsafe {
-            if now {
-                if let Some(do_send) = f.do_send {
-                    do_send(qp);
-                }
-            } else if let Some(schedule) = f.schedule_send_no_lock {
-                schedule(qp);
-            } else if let Some(schedule) = f.schedule_send {
-                // C calls `schedule_send_no_lock` without checking that the driver has one;
-                // one without it gets `schedule_send`, which wants `s_lock`.
-                let _s = self.s_lock();
-                schedule(qp);
-            }
+        if now {
+            f.do_send(self);
+        } else if !f.schedule_send_no_lock(self) && f.has_schedule_send() {
+            // C calls `schedule_send_no_lock` without checking that the driver has one; one
+            // without it gets `schedule_send`, which wants `s_lock`.
+            f.schedule_send(self, &self.s_lock());
         }
     }
 
@@ -540,14 +530,8 @@ impl Qp {
                 w.lpsn = 0;
             }
         }
-        if let Some(setup) = dev.driver().setup_wqe {
-            // SAFETY: the driver's check of a complete slot, under `s_hlock`, as C calls it
-            // (with C's pointer to the QP).
-            let ret = unsafe { setup(self.as_raw(), wqe, call_send) };
-            if ret < 0 {
-                return Err(Error::from_errno(ret));
-            }
-        }
+        // SAFETY: `wqe` is the slot being posted, filled in and not yet published.
+        unsafe { dev.driver().setup_wqe(self, wqe, call_send, h) }?;
         if matches!(local, Local::No) {
             // SAFETY: the slot is ours.
             *h.s_next_psn_mut() = unsafe { (*wqe).lpsn }.wrapping_add(1);

@@ -158,7 +158,7 @@ unsafe extern "C" fn rc_timeout(t: *mut bindings::timer_list) {
     // SAFETY: this timer is the `s_timer` of a QP (set up by `init`), and destroy waits for
     // the callback (`rvt_del_timers_sync`) before the QP goes away.
     let qp = unsafe { Qp::from_raw(container_of!(t, bindings::rvt_qp, s_timer)) };
-    let _r = qp.r_lock();
+    let r = qp.r_lock();
     let mut s = qp.s_lock();
     if s.flags() & bindings::RVT_S_TIMER == 0 {
         return;
@@ -170,18 +170,10 @@ unsafe extern "C" fn rc_timeout(t: *mut bindings::timer_list) {
         unsafe { (*port.as_raw()).n_rc_timeouts += 1 };
     }
     let psn = s.s_last_psn().wrapping_add(1);
-    // SAFETY: `s_lock` is held; the timer was set up at creation; the driver provides
-    // `schedule_send` (checked at registration) and `notify_restart_rc` (checked by
-    // `qp::driver_init`), which take C's pointer to the QP.
-    unsafe {
-        bindings::timer_delete(qp.s_timer());
-        if let Some(restart) = dev.driver().notify_restart_rc {
-            restart(qp.as_raw(), psn, 1);
-        }
-        if let Some(schedule) = dev.driver().schedule_send {
-            schedule(qp.as_raw());
-        }
-    }
+    // SAFETY: the timer was set up at creation; deleting it needs no lock.
+    unsafe { bindings::timer_delete(qp.s_timer()) };
+    dev.driver().notify_restart_rc(qp, psn, true, &r, &s);
+    dev.driver().schedule_send(qp, &s);
 }
 
 /// `rvt_rc_rnr_retry`: the RNR timer's callback; the wait is over, send again.
@@ -198,10 +190,7 @@ pub(crate) unsafe extern "C" fn rvt_rc_rnr_retry(
     let qp = unsafe { Qp::from_raw(container_of!(t, bindings::rvt_qp, s_rnr_timer)) };
     let mut s = qp.s_lock();
     s.clear_flags(bindings::RVT_S_WAIT_RNR);
-    if let Some(schedule) = qp.device().driver().schedule_send {
-        // SAFETY: the driver's callback, called with `s_lock` held as it expects.
-        unsafe { schedule(qp.as_raw()) };
-    }
+    qp.device().driver().schedule_send(qp, &s);
     bindings::hrtimer_restart::HRTIMER_NORESTART
 }
 c_export!(rvt_rc_rnr_retry);

@@ -1,0 +1,609 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The driver's callbacks (`struct rvt_driver_provided`, `rdi->driver_f`), as rdmavt calls
+//! them: [`Driver`], one method per callback.
+//!
+//! This is the only code that touches the driver's function pointers. Each method takes typed
+//! arguments (the [`Qp`], the [`Port`]) and, as proof arguments, the guards of the QP locks
+//! the callback runs under in C (docs/callbacks.md, "locks held (C)"), which hfi1 asserts:
+//! [`RecvGuard`] for `r_lock`, [`PostGuard`] for `s_hlock`, [`SendGuard`] for `s_lock` and
+//! [`AllLocks`] for all three. A callback that must run with no QP lock held takes no guard
+//! and says why.
+//!
+//! A driver leaves most callbacks NULL. An optional callback's method returns what its caller
+//! needs when it is absent (a default, an `Option`, or whether it was called); a callback C
+//! cannot do without returns `Err(EINVAL)` when it is absent, as rdmavt did before this layer
+//! (registration checks those, see `has_*` and `check_support()`).
+//!
+//! What every `SAFETY` argument below relies on, besides what it says:
+//! - the function pointer is the driver's, set before `rvt_register_device` and left alone
+//!   while the device exists; the driver's module stays loaded until it has unregistered;
+//! - the device pointer passed is the one whose table this is ([`Driver`]'s invariant), and a
+//!   QP passed is a live QP of that device whose lock guards are its own
+//!   ([`Driver::qp_callback`] checks both; a mismatch warns and the call is skipped).
+//!
+//! Most methods are safe: their types carry what the driver assumes. `unsafe` are the ones
+//! that pass ib_core's objects through untyped (`udata`, a user context, a VMA, a send WQE)
+//! and the two whose precondition is a step of the QP's life that no type tracks
+//! (`qp_priv_init` after `qp_priv_alloc`, `qp_priv_free` once at the end).
+
+use core::ptr;
+
+use kernel::{
+    container_of,
+    error::{from_err_ptr, to_result},
+    ffi::{c_int, c_void},
+    prelude::*,
+    types::Opaque,
+};
+
+use super::{Device, Port};
+use crate::{
+    bindings,
+    qp::{AllLocks, Locked, PostGuard, Qp, QpDev, RecvGuard, SendGuard},
+};
+
+/// The driver's callbacks of one device.
+///
+/// # Invariants
+///
+/// The wrapped table is the `driver_f` member of a live `rvt_dev_info`: only
+/// [`Device::driver`] makes a `&Driver`.
+#[repr(transparent)]
+pub(crate) struct Driver(Opaque<bindings::rvt_driver_provided>);
+
+impl Device {
+    /// The driver's callbacks.
+    pub(crate) fn driver(&self) -> &Driver {
+        // SAFETY: the device is live (type invariant) and `Driver` is a transparent wrapper of
+        // `rvt_driver_provided`.
+        // INVARIANT: the reference is to this live device's `driver_f`.
+        unsafe { &*(&raw mut (*self.as_raw()).driver_f).cast::<Driver>() }
+    }
+}
+
+/// Generates `has_<callback>()`: whether the driver set the callback, for the checks at
+/// registration.
+macro_rules! has {
+    ($($callback:ident),* $(,)?) => {
+        ::kernel::macros::paste! {
+            impl Driver {
+                $(
+                    #[doc = concat!("Whether the driver has `", stringify!($callback), "`.")]
+                    pub(crate) fn [<has_ $callback>](&self) -> bool {
+                        self.table().$callback.is_some()
+                    }
+                )*
+            }
+        }
+    };
+}
+
+has! {
+    get_pci_dev,
+    query_port_state,
+    cap_mask_chg,
+    shut_down_port,
+    get_guid_be,
+    free_all_qps,
+    qp_priv_alloc,
+    qp_priv_free,
+    notify_qp_reset,
+    flush_qp_waiters,
+    stop_send_queue,
+    quiesce_qp,
+    notify_restart_rc,
+    get_pmtu_from_attr,
+    notify_error_qp,
+    mtu_from_qp,
+    mtu_to_path_mtu,
+    schedule_send,
+    do_send,
+}
+
+// The table, the device it belongs to, and the check that a QP is that device's.
+impl Driver {
+    fn table(&self) -> &bindings::rvt_driver_provided {
+        // SAFETY: the table is part of a live device (type invariant); the driver fills it in
+        // before registering and does not change it after (rdma_vt.h), and rdmavt never
+        // writes it.
+        unsafe { &*self.0.get() }
+    }
+
+    /// The device whose table this is, as the callbacks take it.
+    fn rdi(&self) -> *mut bindings::rvt_dev_info {
+        // SAFETY: the table is the `driver_f` member of an `rvt_dev_info` (type invariant), so
+        // stepping back by that member's offset stays within the device.
+        unsafe { container_of!(self.0.get(), bindings::rvt_dev_info, driver_f) }
+    }
+
+    fn device(&self) -> &Device {
+        // SAFETY: a live device (type invariant), alive as long as its table is.
+        unsafe { Device::from_raw(self.rdi()) }
+    }
+
+    /// `callback` if the driver set it, `qp` is a QP of this device, and every lock in `held`
+    /// (the QPs of the guards given as proof) is `qp`'s: the conditions each QP callback's
+    /// `SAFETY` argument starts from. A mismatch is a bug in rdmavt: it warns, and the callback
+    /// is treated as absent.
+    fn qp_callback<F>(
+        &self,
+        callback: Option<F>,
+        qp: &Qp,
+        held: &[*mut bindings::rvt_qp],
+    ) -> Option<F> {
+        let callback = callback?;
+        let mine = ptr::eq(qp.device().as_raw(), self.rdi())
+            && held.iter().all(|&locked| ptr::eq(locked, qp.as_raw()));
+        if kernel::warn_on!(!mine) {
+            return None;
+        }
+        Some(callback)
+    }
+}
+
+impl Driver {
+    /// Whether `port_num` (1-based) is a port of this device: hfi1 and qib index their port
+    /// arrays with the number the port callbacks get. The callers checked it already.
+    fn is_port(&self, port_num: u32) -> bool {
+        self.device().port(port_num).is_ok()
+    }
+
+    /// [`Driver::is_port`] for a 0-based port index, as the MAD agent callbacks take it.
+    fn is_port_index(&self, port_idx: c_int) -> bool {
+        u32::try_from(port_idx).is_ok_and(|i| self.is_port(i + 1))
+    }
+}
+
+/// The QPs of all three guards.
+fn all_three(locks: &AllLocks<'_>) -> [*mut bindings::rvt_qp; 3] {
+    [locks.r.qp_ptr(), locks.h.qp_ptr(), locks.s.qp_ptr()]
+}
+
+// The device and its ports: ib_core's device verbs, with no rdmavt lock held.
+impl Driver {
+    /// `query_port_state`, after rdmavt filled in its part of `props`: the driver adds the
+    /// link's state. Required (-EINVAL without it).
+    pub(crate) fn query_port_state(
+        &self,
+        port_num: u32,
+        props: &mut bindings::ib_port_attr,
+    ) -> Result {
+        let query = self.table().query_port_state.ok_or(EINVAL)?;
+        if !self.is_port(port_num) {
+            return Err(EINVAL);
+        }
+        // SAFETY: the device's own pointer and one of its ports; `props` is a valid attribute
+        // struct for the call; ib_core's `query_port` verb, as C calls it (no lock held).
+        to_result(unsafe { query(self.rdi(), port_num, props) })
+    }
+
+    /// `get_guid_be`: the interface id of GID `index` of `port`, into `guid`. Required
+    /// (-EINVAL without it).
+    pub(crate) fn get_guid_be(
+        &self,
+        port: &Port,
+        index: c_int,
+        guid: &mut bindings::__be64,
+    ) -> Result {
+        let get = self.table().get_guid_be.ok_or(EINVAL)?;
+        // SAFETY: the device's own pointer and one of its ports (`Device::port` gives only
+        // those); `guid` is valid for writes; ib_core's `query_gid` verb, as C calls it.
+        to_result(unsafe { get(self.rdi(), port.as_raw(), index, guid) })
+    }
+
+    /// `cap_mask_chg`: the port's capability mask changed; nothing when absent.
+    pub(crate) fn cap_mask_chg(&self, port_num: u32) {
+        let Some(chg) = self.table().cap_mask_chg else {
+            return;
+        };
+        if self.is_port(port_num) {
+            // SAFETY: the device's own pointer and one of its ports; ib_core's `modify_port`
+            // verb, as C calls it.
+            unsafe { chg(self.rdi(), port_num) };
+        }
+    }
+
+    /// `shut_down_port`: what the driver returns, passed on to ib_core unchanged as C does;
+    /// 0 when it has none.
+    pub(crate) fn shut_down_port(&self, port_num: u32) -> c_int {
+        match self.table().shut_down_port {
+            None => 0,
+            Some(_) if !self.is_port(port_num) => EINVAL.to_errno(),
+            // SAFETY: the device's own pointer and one of its ports; ib_core's `modify_port`
+            // verb, as C calls it.
+            Some(shut_down) => unsafe { shut_down(self.rdi(), port_num) },
+        }
+    }
+
+    /// `comp_vect_cpu_lookup`: the CPU of completion vector `vector`, if the driver says.
+    pub(crate) fn comp_vect_cpu_lookup(&self, vector: c_int) -> Option<c_int> {
+        let lookup = self.table().comp_vect_cpu_lookup?;
+        // SAFETY: the device's own pointer; `create_cq`, as C calls it (no lock held).
+        Some(unsafe { lookup(self.rdi(), vector) })
+    }
+
+    /// `notify_create_mad_agent`: port `port_idx` (0-based) got its MAD agent.
+    pub(crate) fn notify_create_mad_agent(&self, port_idx: c_int) {
+        let Some(notify) = self.table().notify_create_mad_agent else {
+            return;
+        };
+        if self.is_port_index(port_idx) {
+            // SAFETY: the device's own pointer and one of its port indices; device
+            // registration, as C calls it (no lock held).
+            unsafe { notify(self.rdi(), port_idx) };
+        }
+    }
+
+    /// `notify_free_mad_agent`: port `port_idx` (0-based) lost its MAD agent.
+    pub(crate) fn notify_free_mad_agent(&self, port_idx: c_int) {
+        let Some(notify) = self.table().notify_free_mad_agent else {
+            return;
+        };
+        if self.is_port_index(port_idx) {
+            // SAFETY: the device's own pointer and one of its port indices; device
+            // (un)registration, as C calls it (no lock held).
+            unsafe { notify(self.rdi(), port_idx) };
+        }
+    }
+}
+
+// User contexts and the driver's mmap range: ib_core's objects, passed through.
+impl Driver {
+    /// `alloc_ucontext`: what the driver returns, passed on to ib_core unchanged as C does; 0
+    /// when it has none.
+    ///
+    /// # Safety
+    ///
+    /// `uctx` and `udata` are what ib_core passed to the `alloc_ucontext` verb of this device.
+    pub(crate) unsafe fn alloc_ucontext(
+        &self,
+        uctx: *mut bindings::ib_ucontext,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        match self.table().alloc_ucontext {
+            // SAFETY: ib_core's objects of this device (caller's guarantee), from its verb, as
+            // C calls it.
+            Some(alloc) => unsafe { alloc(uctx, udata) },
+            None => 0,
+        }
+    }
+
+    /// `dealloc_ucontext`; nothing when absent.
+    ///
+    /// # Safety
+    ///
+    /// `uctx` is what ib_core passed to the `dealloc_ucontext` verb of this device.
+    pub(crate) unsafe fn dealloc_ucontext(&self, uctx: *mut bindings::ib_ucontext) {
+        if let Some(dealloc) = self.table().dealloc_ucontext {
+            // SAFETY: ib_core's context of this device (caller's guarantee), from its verb, as
+            // C calls it.
+            unsafe { dealloc(uctx) };
+        }
+    }
+
+    /// `mmap` of an offset in the driver's own range: what the driver returns, passed on
+    /// unchanged as C does; -EINVAL when it has none.
+    ///
+    /// # Safety
+    ///
+    /// `context` and `vma` are what ib_core passed to the `mmap` verb of this device.
+    pub(crate) unsafe fn mmap(
+        &self,
+        context: *mut bindings::ib_ucontext,
+        vma: *mut bindings::vm_area_struct,
+    ) -> c_int {
+        match self.table().mmap {
+            // SAFETY: ib_core's objects of this device (caller's guarantee), from its verb
+            // with the mm's `mmap_lock` held, as C calls it.
+            Some(mmap) => unsafe { mmap(context, vma) },
+            None => EINVAL.to_errno(),
+        }
+    }
+}
+
+// Address handles. `check_ah` takes no lock guard: `rvt_check_ah()` is exported, and hfi1
+// calls it under locks of its own, while rdmavt calls it with none (the AH verbs) or with
+// all three of a QP's (modify_qp).
+impl Driver {
+    /// `check_ah`: the driver's check of AH attributes that passed rdmavt's; `Ok` when it has
+    /// none.
+    pub(crate) fn check_ah(&self, attr: &mut bindings::rdma_ah_attr) -> Result {
+        let Some(check) = self.table().check_ah else {
+            return Ok(());
+        };
+        // SAFETY: this device's `ib_device` and valid attributes, as C calls it.
+        to_result(unsafe { check(&raw mut (*self.rdi()).ibdev, attr) })
+    }
+
+    /// `notify_new_ah`: `ah` was created with `attr`; nothing when absent.
+    pub(crate) fn notify_new_ah(
+        &self,
+        attr: &mut bindings::rdma_ah_attr,
+        ah: &mut bindings::rvt_ah,
+    ) {
+        if let Some(notify) = self.table().notify_new_ah {
+            // SAFETY: this device's `ib_device`, valid attributes and a new AH of it, from the
+            // `create_ah` verb with no lock held, as C calls it.
+            unsafe { notify(&raw mut (*self.rdi()).ibdev, attr, ah) };
+        }
+    }
+}
+
+// QP creation and destruction: no QP lock; until `create_qp` returns, the QP is the creator's
+// alone.
+impl Driver {
+    /// `alloc_qpn`: the QP number the driver picks, if it numbers QPs itself (else rdmavt's
+    /// bitmap does); `Err` with the driver's errno.
+    pub(crate) fn alloc_qpn(
+        &self,
+        qp_type: bindings::ib_qp_type,
+        port_num: u32,
+    ) -> Option<Result<u32>> {
+        let alloc = self.table().alloc_qpn?;
+        let qpt = QpDev::of(self.device()).qpt();
+        // SAFETY: the device's own pointer and its QPN table (`create_qp` is a verb, so the
+        // device is registered and the table set up), in process context, as C calls it.
+        let ret = unsafe { alloc(self.rdi(), qpt, qp_type, port_num) };
+        Some(u32::try_from(ret).map_err(|_| Error::from_errno(ret)))
+    }
+
+    /// `qp_priv_alloc`: the driver's private data for `qp` (hfi1's `hfi1_qp_priv`), or its
+    /// errno. Required (-EINVAL without it). No lock: the QP is not yet visible.
+    pub(crate) fn qp_priv_alloc(&self, qp: &Qp) -> Result<*mut c_void> {
+        let alloc = self
+            .qp_callback(self.table().qp_priv_alloc, qp, &[])
+            .ok_or(EINVAL)?;
+        // SAFETY: the device's own pointer and a QP of it, in process context from
+        // `create_qp` before the QP is visible, as C calls it.
+        from_err_ptr(unsafe { alloc(self.rdi(), qp.as_raw()) })
+    }
+
+    /// `qp_priv_init`, on a QP set up and numbered; `Ok` when absent.
+    ///
+    /// # Safety
+    ///
+    /// `qp_priv_alloc` succeeded for `qp`, and `create_qp` has not yet returned it.
+    pub(crate) unsafe fn qp_priv_init(
+        &self,
+        qp: &Qp,
+        init: &mut bindings::ib_qp_init_attr,
+    ) -> Result {
+        let Some(priv_init) = self.qp_callback(self.table().qp_priv_init, qp, &[]) else {
+            return Ok(());
+        };
+        // SAFETY: the device's own pointer and a QP of it whose private data exists (caller's
+        // guarantee), with the creation's attributes, in process context, as C calls it.
+        to_result(unsafe { priv_init(self.rdi(), qp.as_raw(), init) })
+    }
+
+    /// `qp_priv_free`; nothing when absent. Takes no lock guard: hfi1 and rvt_loop wait here
+    /// for their send work (`cancel_work_sync()`), which must not happen under a spinlock.
+    ///
+    /// # Safety
+    ///
+    /// `qp_priv_alloc` succeeded for `qp` (whatever it returned), this is the one call for it,
+    /// and nothing uses the QP any more (a failed creation, or the end of a destroy).
+    pub(crate) unsafe fn qp_priv_free(&self, qp: &Qp) {
+        if let Some(free) = self.qp_callback(self.table().qp_priv_free, qp, &[]) {
+            // SAFETY: the device's own pointer and a QP of it that nothing uses, once (caller's
+            // guarantee), in process context with no lock held, as C calls it.
+            unsafe { free(self.rdi(), qp.as_raw()) };
+        }
+    }
+}
+
+// modify_qp: all three QP locks held.
+impl Driver {
+    /// `check_modify_qp`, after rdmavt's check of the transition; `Ok` when absent, and
+    /// -EINVAL for any refusal, as C.
+    ///
+    /// # Safety
+    ///
+    /// `udata` is what ib_core passed to the `modify_qp` verb (NULL from the kernel).
+    pub(crate) unsafe fn check_modify_qp(
+        &self,
+        qp: &Qp,
+        attr: &mut bindings::ib_qp_attr,
+        mask: c_int,
+        udata: *mut bindings::ib_udata,
+        locks: &AllLocks<'_>,
+    ) -> Result {
+        let Some(check) = self.qp_callback(self.table().check_modify_qp, qp, &all_three(locks))
+        else {
+            return Ok(());
+        };
+        // SAFETY: a QP of this device with all three of its locks held (`locks`), valid
+        // attributes and ib_core's `udata` (caller's guarantee), as C calls it.
+        match unsafe { check(qp.as_raw(), attr, mask, udata) } {
+            0 => Ok(()),
+            _ => Err(EINVAL),
+        }
+    }
+
+    /// `get_pmtu_from_attr`: the path MTU (an `ib_mtu`) the driver takes from `attr`; -EINVAL
+    /// when it refuses it (a negative value) or is absent, as C.
+    pub(crate) fn get_pmtu_from_attr(
+        &self,
+        qp: &Qp,
+        attr: &mut bindings::ib_qp_attr,
+        locks: &AllLocks<'_>,
+    ) -> Result<u32> {
+        let get = self
+            .qp_callback(self.table().get_pmtu_from_attr, qp, &all_three(locks))
+            .ok_or(EINVAL)?;
+        // SAFETY: the device's own pointer, a QP of it with all three of its locks held
+        // (`locks`) and valid attributes, as C calls it.
+        let pmtu = unsafe { get(self.rdi(), qp.as_raw(), attr) };
+        u32::try_from(pmtu).map_err(|_| EINVAL)
+    }
+
+    /// `mtu_from_qp`: the MTU in bytes for path MTU `pmtu`, if the driver has the callback.
+    pub(crate) fn mtu_from_qp(&self, qp: &Qp, pmtu: u32, locks: &AllLocks<'_>) -> Option<u32> {
+        let mtu_from_qp = self.qp_callback(self.table().mtu_from_qp, qp, &all_three(locks))?;
+        // SAFETY: the device's own pointer and a QP of it with all three of its locks held
+        // (`locks`), as C calls it.
+        Some(unsafe { mtu_from_qp(self.rdi(), qp.as_raw(), pmtu) })
+    }
+
+    /// `modify_qp`, after rdmavt applied the attributes; nothing when absent.
+    ///
+    /// # Safety
+    ///
+    /// `udata` is what ib_core passed to the `modify_qp` verb (NULL from the kernel).
+    pub(crate) unsafe fn modify_qp(
+        &self,
+        qp: &Qp,
+        attr: &mut bindings::ib_qp_attr,
+        mask: c_int,
+        udata: *mut bindings::ib_udata,
+        locks: &AllLocks<'_>,
+    ) {
+        if let Some(modify) = self.qp_callback(self.table().modify_qp, qp, &all_three(locks)) {
+            // SAFETY: a QP of this device with all three of its locks held (`locks`), valid
+            // attributes and ib_core's `udata` (caller's guarantee), as C calls it.
+            unsafe { modify(qp.as_raw(), attr, mask, udata) };
+        }
+    }
+
+    /// `mtu_to_path_mtu`: the `ib_mtu` of an MTU in bytes, for `query_qp`, if the driver has
+    /// the callback. No QP: `query_qp` reads the QP without its locks, as C.
+    pub(crate) fn mtu_to_path_mtu(&self, mtu: u32) -> Option<u32> {
+        let to_path_mtu = self.table().mtu_to_path_mtu?;
+        // SAFETY: a pure conversion of the driver's; `query_qp` verb, as C calls it.
+        let path_mtu = unsafe { to_path_mtu(mtu) };
+        // CAST: as C stores the int in the enum.
+        Some(path_mtu as u32)
+    }
+}
+
+// Reset (from modify to RESET, and destroy): with all three locks, then with none while the
+// driver stops, then all three again.
+impl Driver {
+    /// `flush_qp_waiters`: the QP is going to reset; nothing when absent.
+    pub(crate) fn flush_qp_waiters(&self, qp: &Qp, locks: &AllLocks<'_>) {
+        if let Some(flush) = self.qp_callback(self.table().flush_qp_waiters, qp, &all_three(locks))
+        {
+            // SAFETY: a QP of this device with all three of its locks held (`locks`; hfi1
+            // asserts `s_lock` and nests its iowait lock inside), as C calls it.
+            unsafe { flush(qp.as_raw()) };
+        }
+    }
+
+    /// `stop_send_queue`; nothing when absent. Takes no lock guard: the caller has let go of
+    /// the QP's locks, because hfi1 and rvt_loop wait here for their send work
+    /// (`cancel_work_sync()`), which must not happen under a spinlock.
+    pub(crate) fn stop_send_queue(&self, qp: &Qp) {
+        if let Some(stop) = self.qp_callback(self.table().stop_send_queue, qp, &[]) {
+            // SAFETY: a QP of this device, in process context during reset, as C calls it.
+            unsafe { stop(qp.as_raw()) };
+        }
+    }
+
+    /// `quiesce_qp`, after `stop_send_queue` and the timers' teardown; nothing when absent.
+    /// Takes no lock guard: like `stop_send_queue`, the driver may wait here.
+    pub(crate) fn quiesce_qp(&self, qp: &Qp) {
+        if let Some(quiesce) = self.qp_callback(self.table().quiesce_qp, qp, &[]) {
+            // SAFETY: a QP of this device, in process context during reset, as C calls it.
+            unsafe { quiesce(qp.as_raw()) };
+        }
+    }
+
+    /// `notify_qp_reset`, once the QP left the lookup table; nothing when absent.
+    pub(crate) fn notify_qp_reset(&self, qp: &Qp, locks: &AllLocks<'_>) {
+        if let Some(notify) = self.qp_callback(self.table().notify_qp_reset, qp, &all_three(locks))
+        {
+            // SAFETY: a QP of this device with all three of its locks held (`locks`), as C
+            // calls it.
+            unsafe { notify(qp.as_raw()) };
+        }
+    }
+}
+
+// The error state, the send engine and the RC timers: `s_lock` held (and `r_lock` where C
+// holds it), except around `do_send` and `schedule_send_no_lock`.
+impl Driver {
+    /// `notify_error_qp`: the QP moved to the error state; nothing when absent.
+    pub(crate) fn notify_error_qp(&self, qp: &Qp, r: &RecvGuard<'_>, s: &SendGuard<'_>) {
+        let held = [r.qp_ptr(), s.qp_ptr()];
+        if let Some(notify) = self.qp_callback(self.table().notify_error_qp, qp, &held) {
+            // SAFETY: a QP of this device with its `r_lock` and `s_lock` held (`r`, `s`), as
+            // C calls it.
+            unsafe { notify(qp.as_raw()) };
+        }
+    }
+
+    /// `schedule_send`: run the send engine soon; nothing when absent.
+    pub(crate) fn schedule_send(&self, qp: &Qp, s: &SendGuard<'_>) {
+        if let Some(schedule) = self.qp_callback(self.table().schedule_send, qp, &[s.qp_ptr()]) {
+            // SAFETY: a QP of this device with its `s_lock` held (`s`; hfi1 asserts it), as C
+            // calls it.
+            unsafe { schedule(qp.as_raw()) };
+        }
+    }
+
+    /// `schedule_send_no_lock`: run the send engine soon. Returns whether the driver has it.
+    /// Takes no lock guard: C calls it after `post_send` let go of `s_hlock`, and the driver
+    /// takes `s_lock` itself.
+    pub(crate) fn schedule_send_no_lock(&self, qp: &Qp) -> bool {
+        let Some(schedule) = self.qp_callback(self.table().schedule_send_no_lock, qp, &[]) else {
+            return false;
+        };
+        // SAFETY: a QP of this device with none of its locks held, as C calls it.
+        unsafe { schedule(qp.as_raw()) };
+        true
+    }
+
+    /// `do_send`: send the one request just posted, here and now; nothing when absent. Takes
+    /// no lock guard: C calls it after `post_send` let go of `s_hlock`, and the driver's send
+    /// engine takes the QP's locks itself.
+    pub(crate) fn do_send(&self, qp: &Qp) {
+        if let Some(do_send) = self.qp_callback(self.table().do_send, qp, &[]) {
+            // SAFETY: a QP of this device with none of its locks held, as C calls it.
+            unsafe { do_send(qp.as_raw()) };
+        }
+    }
+
+    /// `setup_wqe`: the driver's check of a filled-in send WQE, which may clear `call_send`
+    /// (the request then goes through `schedule_send_no_lock`); `Ok` when absent, the
+    /// driver's errno when it refuses (a negative value).
+    ///
+    /// # Safety
+    ///
+    /// `wqe` is the slot of `qp`'s send queue being posted, filled in and not yet published.
+    pub(crate) unsafe fn setup_wqe(
+        &self,
+        qp: &Qp,
+        wqe: *mut bindings::rvt_swqe,
+        call_send: &mut bool,
+        h: &PostGuard<'_>,
+    ) -> Result {
+        let Some(setup) = self.qp_callback(self.table().setup_wqe, qp, &[h.qp_ptr()]) else {
+            return Ok(());
+        };
+        // SAFETY: a QP of this device with its `s_hlock` held (`h`), the WQE being posted
+        // (caller's guarantee), as C calls it.
+        let ret = unsafe { setup(qp.as_raw(), wqe, call_send) };
+        if ret < 0 {
+            return Err(Error::from_errno(ret));
+        }
+        Ok(())
+    }
+
+    /// `notify_restart_rc`: the retry timer fired; restart from `psn`. Nothing when absent.
+    pub(crate) fn notify_restart_rc(
+        &self,
+        qp: &Qp,
+        psn: u32,
+        wait: bool,
+        r: &RecvGuard<'_>,
+        s: &SendGuard<'_>,
+    ) {
+        let held = [r.qp_ptr(), s.qp_ptr()];
+        if let Some(restart) = self.qp_callback(self.table().notify_restart_rc, qp, &held) {
+            // SAFETY: a QP of this device with its `r_lock` and `s_lock` held (`r`, `s`), from
+            // the retry timer, as C calls it.
+            unsafe { restart(qp.as_raw(), psn, c_int::from(wait)) };
+        }
+    }
+}
