@@ -78,6 +78,8 @@ def run():
         rc_init = qp(e.IBV_QPT_RC)
         modify(rc_init, e.IBV_QPS_INIT)
         uc_err = qp(e.IBV_QPT_UC)
+        # ib_core takes RESET only to INIT (or RESET); INIT to ERR.
+        modify(uc_err, e.IBV_QPS_INIT)
         modify(uc_err, e.IBV_QPS_ERR)
         ud_attr = QPAttr(port_num=1)
         ud_attr.qkey = QKEY
