@@ -7,7 +7,7 @@
 //! rvt_driver_qp_init() ask for; the rest of the table stays empty, which rdmavt checks for
 //! before each call. The device and port callbacks live here, the QP ones in [`crate::qp`].
 
-use crate::{bindings, device::LoopDev, qp};
+use crate::{bindings, device::LoopDev, qp, stats};
 use kernel::{ffi::c_int, prelude::*};
 
 /// `rvt_dev_info::driver_f`, copied into every device.
@@ -61,6 +61,9 @@ static OPS: DeviceOps = DeviceOps(bindings::ib_device_ops {
     port_groups: (&raw const rvt_loop_port_groups).cast_mut().cast(),
     // check_support(MODIFY_DEVICE) requires the driver's modify_device.
     modify_device: Some(modify_device),
+    // The port counters of `rdma statistic` and sysfs hw_counters/, as rxe has them.
+    alloc_hw_port_stats: Some(stats::alloc_hw_port_stats),
+    get_hw_stats: Some(stats::get_hw_stats),
     ..pin_init::zeroed()
 });
 

@@ -6,11 +6,17 @@
 //! Each device has one IB port that is always ACTIVE with the link up. Its LID, GUID and GID
 //! follow from the device's unit number, so they are the same at every load.
 
-use crate::{bindings, callbacks, tables};
+use crate::{
+    bindings, callbacks, debugfs,
+    stats::{Counter, Counters},
+    tables,
+};
 use core::{mem::size_of, ptr::NonNull};
 use kernel::{
+    debugfs::{Dir, Scope},
     error::to_result,
     prelude::*,
+    str::CString,
     types::{Opaque, ScopeGuard},
 };
 
@@ -54,8 +60,11 @@ const QPN_RES_END: i32 = (0x81 << 16) + 0xffff;
 ///
 /// - `rdi` is the first field, so a pointer to the `rvt_dev_info` or to its `ib_device` (the
 ///   first field of that) is a pointer to the `LoopDev`: `#[repr(C)]` keeps the order.
-/// - `unit`, `pdev` and `pkeys` are written only before registration; afterwards only rdmavt
-///   and ib_core write `rdi` and `port`, which is why both are [`Opaque`].
+/// - `unit`, `pdev`, `pkeys` and `counters` are written only before registration and after
+///   unregistration; in between only rdmavt and ib_core write `rdi` and `port`, which is why
+///   both are [`Opaque`].
+/// - C frees the memory without dropping it: `counters` is taken out before (see
+///   [`LoopDev::free`]).
 #[repr(C)]
 pub(crate) struct LoopDev {
     rdi: Opaque<bindings::rvt_dev_info>,
@@ -64,6 +73,8 @@ pub(crate) struct LoopDev {
     pkeys: Opaque<[u16; NPKEYS]>,
     unit: u32,
     pdev: *mut bindings::pci_dev,
+    /// rvt_loop's own counters; `None` (zeroed memory) until `init()` allocates them.
+    counters: Option<Counters>,
 }
 
 impl LoopDev {
@@ -133,10 +144,37 @@ impl LoopDev {
         self.port.get()
     }
 
+    /// Adds `value` to one of rvt_loop's own counters, on this CPU.
+    pub(crate) fn count(&self, counter: Counter, value: u64) {
+        if let Some(counters) = &self.counters {
+            counters.add(counter, value);
+        }
+    }
+
+    /// Counter number `index` of rvt_loop's own, summed over the CPUs.
+    pub(crate) fn counter_sum(&self, index: u32) -> u64 {
+        self.counters.as_ref().map_or(0, |c| c.sum(index))
+    }
+
+    /// Frees the device: what rvt_loop allocated for it, then rdmavt's (and ib_core's)
+    /// reference.
+    ///
+    /// # Safety
+    ///
+    /// `dev` came from rvt_alloc_device() and is not registered (any more); nothing else uses
+    /// it, nor does anything after this call.
+    unsafe fn free(dev: NonNull<Self>) {
+        // SAFETY: Nobody else reaches the device (the caller's guarantee).
+        drop(unsafe { (*dev.as_ptr()).counters.take() });
+        // SAFETY: The caller's guarantee; the memory goes with ib_core's last reference.
+        unsafe { bindings::rvt_dealloc_device(dev.as_ptr().cast()) }
+    }
+
     /// Fills in everything that rdmavt and ib_core read from the driver at registration.
     fn init(&mut self, unit: u32, pdev: *mut bindings::pci_dev) -> Result {
         self.unit = unit;
         self.pdev = pdev;
+        self.counters = Some(Counters::new()?);
         let guid = self.guid();
         let port = self.port.get();
         let pkeys = self.pkeys.get().cast::<u16>();
@@ -294,23 +332,23 @@ unsafe fn init_port(port: *mut bindings::rvt_ibport, pkeys: *mut u16) {
 ///
 /// `self.0` is a `LoopDev` that rvt_alloc_device() allocated and rvt_register_device()
 /// registered, owned by this handle.
-pub(crate) struct Device(NonNull<LoopDev>);
+struct Registration(NonNull<LoopDev>);
 
 // SAFETY: The handle only unregisters and frees the device, which C allows from any thread.
-unsafe impl Send for Device {}
-// SAFETY: `&Device` offers nothing at all.
-unsafe impl Sync for Device {}
+unsafe impl Send for Registration {}
+// SAFETY: `&Registration` offers nothing at all.
+unsafe impl Sync for Registration {}
 
-impl Device {
+impl Registration {
     /// Allocates, fills in and registers the device `rvt_loop<unit>`, served by `pdev` (which
     /// may be null on rdmavt-rs).
-    pub(crate) fn new(unit: u32, pdev: *mut bindings::pci_dev) -> Result<Self> {
+    fn new(unit: u32, pdev: *mut bindings::pci_dev) -> Result<Self> {
         // SAFETY: Any size of at least `rvt_dev_info` may be asked for, with one port.
         let rdi = unsafe { bindings::rvt_alloc_device(size_of::<LoopDev>(), 1) };
         let dev = NonNull::new(rdi.cast::<LoopDev>()).ok_or(ENOMEM)?;
         let dev = ScopeGuard::new_with_data(dev, |dev| {
             // SAFETY: The device was allocated above and never registered.
-            unsafe { bindings::rvt_dealloc_device(dev.as_ptr().cast()) }
+            unsafe { LoopDev::free(dev) }
         });
 
         // SAFETY: The device was just allocated and is not registered: nobody else holds it.
@@ -323,32 +361,61 @@ impl Device {
     }
 }
 
-impl Drop for Device {
+impl Drop for Registration {
     fn drop(&mut self) {
-        let rdi = self.0.as_ptr().cast::<bindings::rvt_dev_info>();
         // SAFETY: By the type invariants the device is registered and owned by us. Once
         // rvt_unregister_device() returns, ib_core calls none of our callbacks any more, and
-        // rvt_dealloc_device() drops our reference: the memory goes with ib_core's last one.
+        // nothing else of ours uses the device: it is ours to free.
         unsafe {
-            bindings::rvt_unregister_device(rdi);
-            bindings::rvt_dealloc_device(rdi);
+            bindings::rvt_unregister_device(self.0.as_ptr().cast());
+            LoopDev::free(self.0);
         }
     }
 }
 
-/// The devices `rvt_loop0` to `rvt_loop<n-1>`, unregistered when dropped.
+/// A registered rvt_loop device and its debugfs directory; dropping it removes both.
+pub(crate) struct Device {
+    /// `<debugfs>/rvt_loop/rvt_loop<unit>/`: dropped first, as it reads the device's QPs.
+    _debugfs: Pin<KBox<Scope<debugfs::QpTable>>>,
+    _reg: Registration,
+}
+
+impl Device {
+    /// Registers the device `rvt_loop<unit>`, served by `pdev` (which may be null on
+    /// rdmavt-rs), and creates its directory under `root`.
+    pub(crate) fn new(unit: u32, pdev: *mut bindings::pci_dev, root: &Dir) -> Result<Self> {
+        let reg = Registration::new(unit, pdev)?;
+        let name = CString::try_from_fmt(fmt!("rvt_loop{unit}"))?;
+        let rdi = reg.0.cast::<bindings::rvt_dev_info>();
+        // SAFETY: `rdi` is registered, and stays so until `reg` is dropped, after the scope.
+        let scope = unsafe { debugfs::qp_stats(root, &name, rdi) };
+        Ok(Self {
+            _debugfs: KBox::pin_init(scope, GFP_KERNEL)?,
+            _reg: reg,
+        })
+    }
+}
+
+/// The devices `rvt_loop0` to `rvt_loop<n-1>`, unregistered when dropped, and their debugfs
+/// directory `rvt_loop`.
 pub(crate) struct DeviceSet {
+    /// Dropped first: each device removes its own directory.
     _devs: KVec<Device>,
+    _debugfs: Dir,
 }
 
 impl DeviceSet {
     /// Registers `count` devices served by `pdev` (null: no PCI device).
     pub(crate) fn new(count: u32, pdev: *mut bindings::pci_dev) -> Result<Self> {
+        let root = Dir::new(c"rvt_loop");
         let mut devs = KVec::with_capacity(count as usize, GFP_KERNEL)?;
         for unit in 0..count {
             // On failure, the devices registered so far are dropped with `devs`.
-            devs.push(Device::new(unit, pdev)?, GFP_KERNEL)?;
+            devs.push(Device::new(unit, pdev, &root)?, GFP_KERNEL)?;
         }
-        Ok(Self { _devs: devs })
+        Ok(Self {
+            _devs: devs,
+            _debugfs: root,
+        })
     }
 }

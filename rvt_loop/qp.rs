@@ -12,7 +12,9 @@
 //! through [`crate::ud`]. Both complete every request, and flush the queue with
 //! `IB_WC_WR_FLUSH_ERR` when the QP is in the error state.
 
-use crate::{bindings, bindings::ib_qp_type, device, device::LoopDev, rdmavt, ud};
+use crate::{
+    bindings, bindings::ib_qp_type, device, device::LoopDev, rdmavt, stats::Counter, tables, ud,
+};
 use core::ptr;
 use kernel::{
     container_of,
@@ -206,6 +208,9 @@ const MAX_MESSAGE: u32 = 0x8000_0000;
 /// SGEs add up to nearly 4 GiB would be posted and overflow the datagram's length at the
 /// receiver.
 ///
+/// It is rdmavt's last check: a request that passes is posted, and counted as sent here
+/// (see [`Counter::SentPkts`]).
+///
 /// # Safety
 ///
 /// `qp` is a live QP of ours and `wqe` the WQE rdmavt is posting on it.
@@ -223,7 +228,29 @@ pub(crate) unsafe extern "C" fn setup_wqe(
     if length > max {
         return EINVAL.to_errno();
     }
+    // SAFETY: The caller guarantees both.
+    unsafe { count_sent(qp, wqe) };
     0
+}
+
+/// Counts a request being posted as sent, unless it is a local operation (no packet) or the
+/// QP cannot send (it will be flushed).
+///
+/// # Safety
+///
+/// `qp` is a live QP of ours and `wqe` the WQE rdmavt is posting on it.
+unsafe fn count_sent(qp: *mut bindings::rvt_qp, wqe: *mut bindings::rvt_swqe) {
+    // SAFETY: The WQE is the poster's; `wr` is the member every request fills.
+    let (opcode, length) = unsafe { ((*wqe).__bindgen_anon_1.wr.opcode, (*wqe).length) };
+    let local = tables::POST_PARMS[opcode.0 as usize].flags & bindings::RVT_OPERATION_LOCAL != 0;
+    // SAFETY: `qp` is live.
+    if local || unsafe { rdmavt::state_ops(qp) } & bindings::RVT_PROCESS_NEXT_SEND_OK == 0 {
+        return;
+    }
+    // SAFETY: `qp` is live; its device is one of ours.
+    let dev = unsafe { LoopDev::from_ibdev((*qp).ibqp.device) };
+    dev.count(Counter::SentPkts, 1);
+    dev.count(Counter::SentBytes, length.into());
 }
 
 /// `schedule_send`, called with the QP's `s_lock` held: queues the send engine.

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * C glue of rvt_loop.ko: the sysfs attributes of each port, which ib_sysfs.h's macros build
- * and which the shared bindings do not reach, and the send engine's calls into rdmavt (ordinary
- * imports of either rdmavt module's exports, see below). Logic lives in Rust.
+ * and which the shared bindings do not reach, the send engine's calls into rdmavt (ordinary
+ * imports of either rdmavt module's exports, see below), and the per-CPU operations of the
+ * device's counters, which are macros. Logic lives in Rust.
  */
 
+#include <linux/percpu.h>
 #include <linux/sysfs.h>
 #include <rdma/ib_sysfs.h>
 #include <rdma/ib_verbs.h>
@@ -141,4 +143,33 @@ void rvt_loop_recv_cq(struct rvt_qp *qp, struct ib_wc *wc, bool solicited)
 	lockdep_assert_held(&qp->r_lock);
 	if (unlikely(!rvt_cq_enter(ibcq_to_rvtcq(qp->ibqp.recv_cq), wc, solicited)))
 		rvt_rc_error(qp, IB_WC_LOC_QP_OP_ERR);
+}
+
+/*
+ * rvt_loop's own counters (stats.rs): an array of @n u64 per CPU, bumped on the CPU that
+ * sends or receives, so that the data path never shares a cache line, and summed on read.
+ */
+u64 __percpu *rvt_loop_counters_alloc(u32 n)
+{
+	return __alloc_percpu(n * sizeof(u64), __alignof__(u64));
+}
+
+void rvt_loop_counters_free(u64 __percpu *counters)
+{
+	free_percpu(counters);
+}
+
+void rvt_loop_counters_add(u64 __percpu *counters, u32 index, u64 value)
+{
+	this_cpu_add(counters[index], value);
+}
+
+u64 rvt_loop_counters_sum(u64 __percpu *counters, u32 index)
+{
+	u64 sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += *per_cpu_ptr(&counters[index], cpu);
+	return sum;
 }

@@ -40,4 +40,10 @@ void rvt_loop_recv_payload(struct rvt_qp *qp, struct rvt_swqe *swqe);
 bool rvt_loop_take_wr_id(struct rvt_qp *qp);
 void rvt_loop_recv_cq(struct rvt_qp *qp, struct ib_wc *wc, bool solicited);
 
+/* rvt_loop's own counters, @n u64 per CPU (rvt_loop/stats.rs declares them again). */
+u64 __percpu *rvt_loop_counters_alloc(u32 n);
+void rvt_loop_counters_free(u64 __percpu *counters);
+void rvt_loop_counters_add(u64 __percpu *counters, u32 index, u64 value);
+u64 rvt_loop_counters_sum(u64 __percpu *counters, u32 index);
+
 #endif /* RVT_LOOP_GLUE_H */

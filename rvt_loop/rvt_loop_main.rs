@@ -16,9 +16,11 @@
 #[path = "../bindings/mod.rs"]
 mod bindings;
 mod callbacks;
+mod debugfs;
 mod device;
 mod qp;
 mod rdmavt;
+mod stats;
 mod tables;
 mod ud;
 

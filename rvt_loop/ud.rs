@@ -15,7 +15,7 @@
 //! hfi1. Delivery takes the receiver's `r_lock` alone. So the engine never holds two QP
 //! locks at once, and the receiver may be the sender itself.
 
-use crate::{bindings, device::LoopDev, rdmavt};
+use crate::{bindings, device::LoopDev, rdmavt, stats::Counter};
 use core::mem::size_of;
 use kernel::sync::{
     atomic::{atomic_load, Relaxed},
@@ -295,6 +295,18 @@ fn make_grh(dev: &LoopDev, route: &bindings::ib_global_route) -> bindings::ib_gr
     }
 }
 
+/// Counts a datagram of `length` payload bytes placed in a receive WQE.
+fn count_received(dev: &LoopDev, dest: &Dest<'_>, length: u32) {
+    dev.count(Counter::RcvdPkts, 1);
+    dev.count(Counter::RcvdBytes, length.into());
+    let kind = if dest.is_multicast() {
+        Counter::McastDeliveries
+    } else {
+        Counter::UdDeliveries
+    };
+    dev.count(kind, 1);
+}
+
 /// Receives `wqe` of `sqp` on `dqp`, as hfi1's `ud_loopback()` does: checks type, state,
 /// P_Key and Q_Key, takes a receive WQE, copies GRH and payload, and completes it. A request
 /// that fails a check is dropped silently, as the IBTA asks.
@@ -382,6 +394,7 @@ unsafe fn receive(
         rdmavt::recv_grh(dqp, grh.as_ref());
         rdmavt::recv_payload(dqp, wqe);
     }
+    count_received(dev, dest, length);
     // SAFETY: We hold `r_lock`.
     if !unsafe { rdmavt::take_wr_id(dqp) } {
         return;
