@@ -9,7 +9,8 @@ lockdep, UBSAN, kmemleak, WARN, BUG, Oops, panic, refcount_t and list corruption
 RCU stalls and soft lockups. Each report found is printed to stdout as
 
   splat: <kind>: <header line>
-      <up to 15 following lines>
+      during: <test>                  (when the log names the test that was running)
+      <up to 15 following lines, without the unreliable "? func" stack entries>
 
 Exit status: 0 when no report was found, 1 when one was, 2 on a usage error or an unreadable
 file. Input is `dmesg` output, raw /dev/kmsg or `dmesg -r` records, journal lines or a serial
@@ -34,6 +35,12 @@ import sys
 from dataclasses import dataclass
 
 CONTEXT_LINES = 15
+# What tests/guest/run-suite.sh writes to the kernel log as each test starts, so that a report
+# says which test was running when the kernel printed it.
+TEST_MARKER = re.compile(r"^rdmavt-rs test: (\S+)")
+# A stack entry the unwinder is not sure of ("? do_raw_spin_lock+0xc0/0x1e0"): noise in a
+# report cut to a few lines, where the reliable entries are what tell the story.
+UNRELIABLE_FRAME = re.compile(r"^\s*\? \S+\+0x")
 # How far into a report a known signature may look: far enough for lockdep's lock names.
 KNOWN_WINDOW = 40
 
@@ -191,10 +198,22 @@ def find_reports(messages):
     return reports
 
 
+def running_test(report, messages):
+    """The test the log says was running when the report began, or None."""
+    for message in reversed(messages[:report.line]):
+        m = TEST_MARKER.match(message.lstrip())
+        if m:
+            return m.group(1)
+    return None
+
+
 def format_report(report, messages):
-    end = min(report.line + 1 + CONTEXT_LINES, len(messages))
     lines = [f"splat: {report.kind}: {messages[report.line].strip()}"]
-    lines += ["    " + message for message in messages[report.line + 1:end]]
+    test = running_test(report, messages)
+    if test:
+        lines.append(f"    during: {test}")
+    context = (m for m in messages[report.line + 1:] if not UNRELIABLE_FRAME.match(m))
+    lines += ["    " + message for message, _ in zip(context, range(CONTEXT_LINES))]
     return "\n".join(lines)
 
 

@@ -41,6 +41,9 @@ for t in "$tests"/*; do
 	[ -f "$t" ] || continue
 	name=$(basename "${t%.*}")
 	echo "--- $name ($RDMAVT_RS_RDMAVT)"
+	# The kernel log names each test as it starts: a report then says which test caused it
+	# (scripts/splat_check.py prints it as "during:").
+	echo "rdmavt-rs test: $name" >/dev/kmsg
 	if [ ! -x "$t" ]; then
 		# A test that cannot run fails, rather than vanish from the count.
 		printf 'TAP version 13\n1..1\nnot ok 1 %s\n' \

@@ -93,8 +93,17 @@ report_format() {
 		{ cat "$tmp/out"; return 1; }
 }
 
+# The test that was running, from run-suite.sh's marker, and no unreliable "? func" entries.
+report_context() {
+	run "$check" "$samples/kasan-wild-irq.log"
+	[ "$(sed -n 2p "$tmp/out")" = "    during: loopback" ] &&
+		grep -q '^     *do_raw_spin_lock+' "$tmp/out" &&
+		! grep -q '^ *? ' "$tmp/out" ||
+		{ cat "$tmp/out"; return 1; }
+}
+
 ktap_header
-ktap_plan $((2 * ${#cases[@]} + 13))
+ktap_plan $((2 * ${#cases[@]} + 14))
 
 for line in "${cases[@]}"; do
 	read -r file kind count <<<"$line"
@@ -140,6 +149,8 @@ run "$check" --known "$repo/tests/splat-known" "$tmp/both.log"
 point "- --known forgives only what its files list" lockdep 1
 
 ktap_check "- a report is its header line and 15 indented lines of context" report_format
+ktap_check "- a report names the running test and leaves out unreliable stack entries" \
+	report_context
 ktap_check "- every sample has an expectation" every_sample_expected
 
 ktap_finish
