@@ -97,7 +97,9 @@ pub(crate) struct Detached {
 }
 
 impl Detached {
-    /// Whether the QP was the group's last member, so that the group left the tree.
+    /// Whether the QP was the group's last member, so that the group left the tree (for the
+    /// KUnit suite).
+    #[cfg(CONFIG_KUNIT)]
     pub(crate) fn was_last(&self) -> bool {
         self.last
     }
