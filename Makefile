@@ -20,7 +20,8 @@
 #   make bench        perftest on rdmavt-rs, C rdmavt, rxe and siw on the benchmark kernel, boot
 #                     after boot; a table with medians and ranges, and a plot (README)
 #                     BENCH_PROVIDERS="rs c", BENCH_ROUNDS=N, BENCH_QUICK=1 (a first look),
-#                     BENCH_HELPERS=inline (clang-22 and CONFIG_RUST_INLINE_HELPERS)
+#                     BENCH_HELPERS=inline (clang-22 and CONFIG_RUST_INLINE_HELPERS),
+#                     BENCH_ONLY="send_lat_8 read_bw_4k" (only these points)
 #   make bench-quick  make bench BENCH_QUICK=1
 #
 # A user's own Rust-enabled kernel: make KDIR=/lib/modules/$(uname -r)/build

@@ -6,7 +6,7 @@
 # the device, server and client in this guest meeting over TCP, the same arguments on every
 # provider.
 #
-#   bench-guest.sh rs|c|rxe|siw DURATION LAT_ITERS
+#   bench-guest.sh rs|c|rxe|siw DURATION LAT_ITERS [POINTS]
 #
 # Each bandwidth point runs for DURATION seconds (perftest -D), the first and last second of
 # them unmeasured (-f 1: the warm-up and the drain); each latency point runs LAT_ITERS
@@ -29,6 +29,7 @@ tests=$RDMAVT_RS_REPO/tests
 provider=$1
 duration=$2
 lat_iters=$3
+only=${4:-all}
 out=$RDMAVT_RS_OUT
 memcpy_bw=$RDMAVT_RS_REPO/scripts/bench/memcpy-bw
 failed=0
@@ -67,6 +68,7 @@ bench_device() {
 bench() {
 	local name=$1 port=$((TRAFFIC_PORT++)) spid src=0 crc=0
 	shift
+	selected "$name" || return 0
 	local cmd=("$@" -d "$TRAFFIC_DEV" -i 1 -F "${cm[@]}")
 	echo "$* -d DEV -i 1 -F${cm[*]:+ ${cm[*]}}" >"$out/$name.cmd"
 	timeout "$TRAFFIC_TIMEOUT" "${cmd[@]}" -p "$port" >"$out/$name.server" 2>&1 &
@@ -87,6 +89,9 @@ bench() {
 	fi
 }
 
+# selected NAME: whether NAME is among the points asked for (POINTS, "all" by default).
+selected() { [ "$only" = all ] || [[ " $only " == *" $1 "* ]]; }
+
 # bw NAME PROGRAM [ARGS...]: a bandwidth point, duration-based.
 bw() {
 	local name=$1
@@ -102,7 +107,10 @@ lat() {
 }
 
 # unsupported NAME REASON: a point this device cannot run; reported as n/a, not as a failure.
-unsupported() { echo "$1 unsupported($2)" >>"$out/status"; }
+unsupported() {
+	selected "$1" || return 0
+	echo "$1 unsupported($2)" >>"$out/status"
+}
 
 # Whether the device does atomics: siw does not.
 has_atomics() { ! ibv_devinfo -v -d "$TRAFFIC_DEV" | grep -q 'atomic_cap:.*ATOMIC_NONE'; }

@@ -27,6 +27,8 @@
 #                         5000 latency iterations (20000 otherwise)
 #   BENCH_HELPERS=inline  the kernel and modules built with clang-22 and
 #                         CONFIG_RUST_INLINE_HELPERS; results in .test-results/bench-inline
+#   BENCH_ONLY="NAME..."  only these points (names as in the table: send_lat_8 read_bw_4k ...),
+#                         to look again at a few rows with more rounds
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -54,6 +56,7 @@ else
 	rounds=${BENCH_ROUNDS:-5} duration=4 lat_iters=20000
 fi
 ref_rounds=${BENCH_REF_ROUNDS:-1}
+only=${BENCH_ONLY:-all}
 # A boot that has not finished by then hangs: the boot itself, 20 points with their start-up,
 # and latency points at up to 10 ms an iteration (rxe's under load).
 boot_timeout=$((600 + 20 * (duration + 30) + 3 * lat_iters / 100))
@@ -87,7 +90,7 @@ run_boot() {
 	log "bench: $p, round $round ($(date -u +%H:%M:%S))"
 	KDIR=$kdir bash "$build/scripts/vm.sh" --rdmavt "$rdmavt" --timeout "$boot_timeout" "${net[@]}" \
 		--out "$dir" -- "$build/scripts/bench-guest.sh" "$p" "$duration" "$lat_iters" \
-		>"$dir/vm.log" 2>&1
+		"$only" >"$dir/vm.log" 2>&1
 }
 
 # The boots in their order: rs and c alternating round by round, then rxe and siw.
