@@ -179,6 +179,11 @@ void rdmavt_rs_init_work(struct work_struct *work, void (*func)(struct work_stru
 	INIT_WORK(work, func);
 }
 
+void rdmavt_rs_queue_work(struct workqueue_struct *wq, struct work_struct *work)
+{
+	queue_work(wq, work);
+}
+
 int rdmavt_rs_node_first_cpu(int node)
 {
 	return cpumask_first(cpumask_of_node(node));

@@ -56,6 +56,7 @@ struct work_struct;
 struct workqueue_struct;
 struct workqueue_struct *rdmavt_rs_alloc_cq_workqueue(void);
 void rdmavt_rs_init_work(struct work_struct *work, void (*func)(struct work_struct *work));
+void rdmavt_rs_queue_work(struct workqueue_struct *wq, struct work_struct *work);
 int rdmavt_rs_node_first_cpu(int node);
 void rdmavt_rs_local_bh_disable(void);
 void rdmavt_rs_local_bh_enable(void);

@@ -41,6 +41,12 @@ pub(crate) fn init() -> Result {
     Ok(())
 }
 
+/// The module's workqueue, for work that must be done before the module goes (a QP's deferred
+/// error, `qp/complete.rs`): `exit` flushes it. Null before `init` and after `exit`.
+pub(crate) fn module_wq() -> *mut bindings::workqueue_struct {
+    COMP_WQ.load(Relaxed)
+}
+
 /// Destroys the completion workqueue; called once from module exit, after every device is
 /// gone (each holds a reference on the module).
 pub(crate) fn exit() {

@@ -51,7 +51,7 @@ pub(super) fn sender_step<'a>(
             }
         },
     };
-    match next_wqe(&r, &mut s) {
+    match next_wqe(&mut r, &mut s) {
         Some(wqe) => Some((busy, wqe)),
         None => {
             busy.release(&mut s);
@@ -81,7 +81,7 @@ fn finish(
         Delivery::Done { status, local_op } => {
             // SAFETY: a live port.
             count(unsafe { &raw mut (*port.as_raw()).n_loop_pkts });
-            complete_send(s, wqe, status);
+            complete_send(r, s, wqe, status);
             if local_op {
                 sqp.local_op_done();
             }
@@ -97,7 +97,7 @@ fn finish(
         }
         Delivery::Failed(status) => {
             // SAFETY: `wqe` is the sender's WQE at `s_last`; `s_lock` and `r_lock` are held.
-            unsafe { sqp.send_complete(s, wqe, status) };
+            unsafe { sqp.send_complete(s, Some(r), wqe, status) };
             if sqp.qp_type() != bindings::ib_qp_type::IB_QPT_RC {
                 return Finished::Next;
             }
@@ -108,16 +108,21 @@ fn finish(
 }
 
 /// Completes `wqe` with `status` and rearms the RNR retries for the next WQE.
-fn complete_send(s: &mut SendGuard<'_>, wqe: *mut bindings::rvt_swqe, status: ib_wc_status) {
+fn complete_send(
+    r: &mut RecvGuard<'_>,
+    s: &mut SendGuard<'_>,
+    wqe: *mut bindings::rvt_swqe,
+    status: ib_wc_status,
+) {
     *s.s_rnr_retry_mut() = s.s_rnr_retry_cnt();
     // SAFETY: `wqe` is the sender's WQE at `s_last`; `s_lock` and `r_lock` are held.
-    unsafe { s.qp().send_complete(s, wqe, status) };
+    unsafe { s.qp().send_complete(s, Some(r), wqe, status) };
 }
 
 /// The next WQE to deliver, marked in progress (`s_cur` past it). In a state that flushes
 /// the send queue, each WQE is completed with IB_WC_WR_FLUSH_ERR instead. `None`: nothing
 /// (more) to do.
-fn next_wqe(_r: &RecvGuard<'_>, s: &mut SendGuard<'_>) -> Option<*mut bindings::rvt_swqe> {
+fn next_wqe(r: &mut RecvGuard<'_>, s: &mut SendGuard<'_>) -> Option<*mut bindings::rvt_swqe> {
     let qp = s.qp();
     loop {
         let (last, head) = (s.s_last(), qp.s_head_acquire());
@@ -131,7 +136,7 @@ fn next_wqe(_r: &RecvGuard<'_>, s: &mut SendGuard<'_>) -> Option<*mut bindings::
             if ops & bindings::RVT_FLUSH_SEND == 0 {
                 return None;
             }
-            complete_send(s, wqe, ib_wc_status::IB_WC_WR_FLUSH_ERR);
+            complete_send(r, s, wqe, ib_wc_status::IB_WC_WR_FLUSH_ERR);
             continue;
         }
         // The WQE at `s_last` does not change until `s_last` moves.

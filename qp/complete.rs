@@ -4,7 +4,7 @@
 //! responder's events (`rvt_comm_est`, `rvt_rc_error`), and dropping a QP's references to a
 //! memory region that is being deregistered (`rvt_qp_mr_clean`).
 
-use kernel::ffi::c_int;
+use kernel::{ffi::c_int, prelude::*, sync::aref::ARef};
 
 use super::{error::ErrorOutcome, state_ops, PostGuard, Qp, RecvGuard, SendGuard};
 use crate::{bindings, device::Device, macros::c_export};
@@ -72,6 +72,7 @@ impl Qp {
     pub(crate) unsafe fn complete_swqe(
         &self,
         s: &mut SendGuard<'_>,
+        r: Option<&mut RecvGuard<'_>>,
         wqe: *mut bindings::rvt_swqe,
         opcode: bindings::ib_wc_opcode,
         status: bindings::ib_wc_status,
@@ -95,26 +96,23 @@ impl Qp {
         // The WQE was read above: a poster may reuse the slot as soon as `s_last` moves.
         let last = next_slot(s.s_last(), self.s_size());
         s.publish_s_last(last);
-        if need_completion {
-            self.send_cq(wr_id, byte_len, opcode, status);
+        if need_completion && !self.send_cq(wr_id, byte_len, opcode, status) {
+            self.error_from_send(s, r);
         }
         last
     }
 
-    /// `rvt_send_cq`: a send completion. A full CQ puts the QP in the error state, as in C,
-    /// which needs `r_lock` too: C's contract for `rvt_send_complete` is that the caller holds
-    /// it (lockdep checks it, here as in C).
+    /// `rvt_send_cq`: a send completion; false if the CQ was full.
     fn send_cq(
         &self,
         wr_id: u64,
         byte_len: u32,
         opcode: bindings::ib_wc_opcode,
         status: bindings::ib_wc_status,
-    ) {
+    ) -> bool {
         let ibqp = self.ibqp();
         // SAFETY: all-zero is a valid `ib_wc` (C integers, enums whose zero is a value, null
-        // pointers). `send_cq` is a live CQ of ours, fixed at creation; `rvt_error_qp` is
-        // ours, called with `s_lock` held by our caller and `r_lock` by theirs.
+        // pointers). `send_cq` is a live CQ of ours, fixed at creation.
         unsafe {
             let mut wc: bindings::ib_wc = core::mem::zeroed();
             wc.__bindgen_anon_1.wr_id = wr_id;
@@ -123,17 +121,36 @@ impl Qp {
             wc.qp = ibqp;
             wc.byte_len = byte_len;
             let solicited = status != bindings::ib_wc_status::IB_WC_SUCCESS;
-            if !bindings::rvt_cq_enter((*ibqp).send_cq.cast(), &mut wc, solicited) {
-                super::error::rvt_error_qp(
-                    self.as_raw(),
-                    bindings::ib_wc_status::IB_WC_LOC_QP_OP_ERR,
-                );
+            bindings::rvt_cq_enter((*ibqp).send_cq.cast(), &mut wc, solicited)
+        }
+    }
+
+    /// A full send CQ puts the QP in the error state (IB_WC_LOC_QP_OP_ERR), as in C's
+    /// `rvt_send_cq`, which takes `r_lock` as well as the `s_lock` held here. C calls
+    /// `rvt_error_qp` there whether `r_lock` is held or not, and its callers (hfi1's send
+    /// engines, C's own loopback, rvt_loop's datagrams) hold only `s_lock`: lockdep warns, and
+    /// the receive queue is flushed without its lock. Here: with `r` when the caller holds
+    /// `r_lock`; else with `r_lock` if it is free now (a try-lock cannot deadlock, whatever the
+    /// order); else the module's workqueue does it, taking both locks in order.
+    fn error_from_send(&self, s: &mut SendGuard<'_>, r: Option<&mut RecvGuard<'_>>) {
+        const ERR: bindings::ib_wc_status = bindings::ib_wc_status::IB_WC_LOC_QP_OP_ERR;
+        // Under the caller's locks an SRQ's last-WQE event cannot be raised: as in C, it is
+        // not (the deferred error raises it).
+        match r {
+            Some(r) => {
+                self.error(r, s, ERR);
             }
+            None => match s.try_r_lock() {
+                Some(mut r) => {
+                    self.error(&mut r, s, ERR);
+                }
+                None => DeferredError::queue(self),
+            },
         }
     }
 
     /// `rvt_send_complete`: completes `wqe` (at `s_last`) with `status` and moves every
-    /// send-queue index that pointed at it along.
+    /// send-queue index that pointed at it along. `r`: `r_lock`, when the caller holds it.
     ///
     /// # Safety
     ///
@@ -141,6 +158,7 @@ impl Qp {
     pub(crate) unsafe fn send_complete(
         &self,
         s: &mut SendGuard<'_>,
+        r: Option<&mut RecvGuard<'_>>,
         wqe: *mut bindings::rvt_swqe,
         status: bindings::ib_wc_status,
     ) {
@@ -155,7 +173,7 @@ impl Qp {
         };
         let old_last = s.s_last();
         // SAFETY: the caller's guarantee.
-        let last = unsafe { self.complete_swqe(s, wqe, opcode, status) };
+        let last = unsafe { self.complete_swqe(s, r, wqe, opcode, status) };
         // Every index that pointed at the completed slot moves along with `s_last`.
         let follow = |index: &mut u32| {
             if *index == old_last {
@@ -175,8 +193,8 @@ impl Qp {
 ///
 /// # Safety
 ///
-/// `qp` is a live QP of ours whose `s_lock` the caller holds (and `r_lock`, see
-/// `Qp::send_cq`); `wqe` is its finished WQE at `s_last`.
+/// `qp` is a live QP of ours whose `s_lock` the caller holds (`r_lock` too or not: see
+/// `Qp::error_from_send`); `wqe` is its finished WQE at `s_last`.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rvt_send_complete(
     qp: *mut bindings::rvt_qp,
@@ -188,9 +206,63 @@ pub(crate) unsafe extern "C" fn rvt_send_complete(
     // SAFETY: the caller holds `s_lock` for the whole call.
     let mut s = unsafe { qp.assume_s_locked() };
     // SAFETY: the caller's guarantee on `wqe`.
-    unsafe { qp.send_complete(&mut s, wqe, status) };
+    unsafe { qp.send_complete(&mut s, None, wqe, status) };
 }
 c_export!(rvt_send_complete);
+
+/// A QP to move to the error state from the module's workqueue, for a full send CQ met where
+/// `r_lock` could not be taken (see [`Qp::error_from_send`]). The reference it holds keeps the
+/// QP alive, and `destroy_qp` waiting, until the work has run.
+#[repr(C)]
+struct DeferredError {
+    /// First, so that the work item's address is the struct's.
+    work: bindings::work_struct,
+    qp: ARef<Qp>,
+}
+
+impl DeferredError {
+    fn queue(qp: &Qp) {
+        let wq = crate::cq::module_wq();
+        let d = KBox::new(
+            Self {
+                work: bindings::work_struct::default(),
+                qp: qp.into(),
+            },
+            GFP_ATOMIC,
+        );
+        let (Ok(d), false) = (d, wq.is_null()) else {
+            pr_warn!(
+                "QP {}: send CQ full; no memory to move the QP to the error state\n",
+                qp.qpn()
+            );
+            return;
+        };
+        let d = KBox::into_raw(d);
+        // SAFETY: `d` is ours until the work runs, which then owns it; the workqueue lives
+        // until the module's exit, which flushes it.
+        unsafe {
+            bindings::rdmavt_rs_init_work(&raw mut (*d).work, Some(Self::run));
+            bindings::rdmavt_rs_queue_work(wq, &raw mut (*d).work);
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Only the workqueue calls this, for a work item `queue` made.
+    unsafe extern "C" fn run(work: *mut bindings::work_struct) {
+        // SAFETY: `work` is the first field of the `DeferredError` that `queue` leaked into
+        // the workqueue, which gives it back here once.
+        let d = unsafe { KBox::from_raw(work.cast::<Self>()) };
+        let outcome = {
+            let mut r = d.qp.r_lock();
+            let mut s = d.qp.s_lock();
+            d.qp.error(&mut r, &mut s, bindings::ib_wc_status::IB_WC_LOC_QP_OP_ERR)
+        };
+        if outcome == ErrorOutcome::LastWqe {
+            super::error::raise_event(&d.qp, bindings::ib_event_type::IB_EVENT_QP_LAST_WQE_REACHED);
+        }
+    }
+}
 
 /// `rvt_comm_est`: the first packet arrived on a QP in RTR; tells the consumer.
 ///

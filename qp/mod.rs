@@ -343,6 +343,22 @@ impl SendGuard<'_> {
     }
 }
 
+impl<'a> SendGuard<'a> {
+    /// `r_lock` while `s_lock` is held, against the order (`r_lock` first): only as a
+    /// try-lock, which never waits and so cannot deadlock. `None` when someone holds it,
+    /// perhaps this very caller further up.
+    pub(crate) fn try_r_lock(&self) -> Option<RecvGuard<'a>> {
+        let qp = self.qp();
+        // SAFETY: `r_lock` is initialised (the QP's type invariant) and lives as long as `qp`.
+        let lock = unsafe { c_lock::<SpinLockIrqBackend>(qp.raw_lock(Lock::R)) };
+        Some(RecvGuard(QpGuard {
+            _guard: lock.try_lock()?,
+            qp,
+            _not_send: PhantomData,
+        }))
+    }
+}
+
 impl RecvGuard<'_> {
     /// The QP's state (`IB_QPS_*`), see [`SendGuard::state`].
     pub(crate) fn state(&self) -> u32 {

@@ -169,7 +169,7 @@ mod suite {
             // held.
             unsafe {
                 let wqe = s.swqe(s.s_last());
-                qp.send_complete(&mut s, wqe, bindings::ib_wc_status::IB_WC_SUCCESS);
+                qp.send_complete(&mut s, None, wqe, bindings::ib_wc_status::IB_WC_SUCCESS);
             }
         }
     }
