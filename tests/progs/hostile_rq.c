@@ -95,40 +95,6 @@ static int locate_ring(struct pair *p)
 	       w->sg_list[0].lkey == mr->lkey;
 }
 
-static int rc_connect(struct ibv_qp *qp, uint32_t dest)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
-	};
-	int ret;
-
-	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			    IBV_QP_ACCESS_FLAGS);
-	if (ret)
-		return ret;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dest;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 1;
-	a.ah_attr.dlid = lid;
-	a.ah_attr.port_num = 1;
-	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-	if (ret)
-		return ret;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 0;
-	a.rnr_retry = 0;	/* no RNR retries: an empty ring fails the send at once */
-	a.max_rd_atomic = 1;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
-}
-
 static struct ibv_qp *rc_qp(struct ibv_cq *scq, struct ibv_cq *rcq, uint32_t max_recv_sge)
 {
 	struct ibv_qp_init_attr ia = {
@@ -174,7 +140,8 @@ static int make_pair(struct ibv_context *ctx, struct pair *p, uint32_t max_recv_
 	/* libhfi1verbs sizes the ring as the kernel does: max_recv_wr + 1 slots. */
 	p->size = ia.cap.max_recv_wr + 1;
 	p->max_sge = ia.cap.max_recv_sge;
-	if (rc_connect(p->send, p->recv->qp_num) || rc_connect(p->recv, p->send->qp_num))
+	if (conn_to_rts(p->send, p->recv->qp_num, lid) ||
+	    conn_to_rts(p->recv, p->send->qp_num, lid))
 		return EIO;
 	return 0;
 }

@@ -86,6 +86,58 @@ static inline int ud_to_rts(struct ibv_qp *qp, uint32_t qkey)
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
 }
 
+/*
+ * One step of an RC or UC QP towards RTS (TO: INIT, RTR or RTS), connected to DEST on port 1 at
+ * LID, with the attributes the tests use: no retries, so that a send to an empty receive ring
+ * fails at once. 0 or the errno of the modify.
+ */
+static inline int conn_step(struct ibv_qp *qp, enum ibv_qp_state to, uint32_t dest, uint16_t lid)
+{
+	int rc = qp->qp_type == IBV_QPT_RC;
+	struct ibv_qp_attr a = { .qp_state = to };
+	int mask = IBV_QP_STATE;
+
+	switch (to) {
+	case IBV_QPS_INIT:
+		a.port_num = 1;
+		a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+		mask |= IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+		break;
+	case IBV_QPS_RTR:
+		a.path_mtu = IBV_MTU_1024;
+		a.dest_qp_num = dest;
+		a.ah_attr.dlid = lid;
+		a.ah_attr.port_num = 1;
+		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+		if (rc) {
+			a.max_dest_rd_atomic = 1;
+			a.min_rnr_timer = 1;
+			mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		}
+		break;
+	case IBV_QPS_RTS:
+		mask |= IBV_QP_SQ_PSN;
+		if (rc) {
+			a.timeout = 14;
+			a.max_rd_atomic = 1;
+			mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				IBV_QP_MAX_QP_RD_ATOMIC;
+		}
+		break;
+	default:
+		return EINVAL;
+	}
+	return ibv_modify_qp(qp, &a, mask);
+}
+
+/* RESET -> INIT -> RTR -> RTS of an RC or UC QP (conn_step); 0 or the first errno. */
+static inline int conn_to_rts(struct ibv_qp *qp, uint32_t dest, uint16_t lid)
+{
+	return conn_step(qp, IBV_QPS_INIT, dest, lid) ?:
+	       conn_step(qp, IBV_QPS_RTR, dest, lid) ?:
+	       conn_step(qp, IBV_QPS_RTS, dest, lid);
+}
+
 /* The state of a QP, or -1 if the query fails. */
 static inline int qp_state(struct ibv_qp *qp)
 {
