@@ -4,17 +4,19 @@
 # Kernel verbs consumers: rvt_loop_kverbs.ko's KUnit suite, which runs when the module loads,
 # drives two kernel RC QPs on rvt_loop0 through ib_core (SEND, SEND_WITH_IMM, RDMA WRITE and
 # WRITE_WITH_IMM, RDMA READ, both atomics, an RNR NAK that may not be retried, receives flushed
-# by the error state). One TAP point per KUnit case, from the kernel log, and one for each
-# module unloading. Runs on both rdmavt variants; leaves rvt_loop as it found it.
+# by the error state), and their set-up with each of its allocations failing in turn. One TAP
+# point per KUnit case, from the kernel log, and one for each module unloading. Runs on both
+# rdmavt variants; leaves rvt_loop as it found it.
 set -u
 . "$(dirname "$0")/../lib/ktap.sh"
+. "$(dirname "$0")/../lib/faults.sh"
 
 repo=$RDMAVT_RS_REPO
 suite=rvt_loop_kverbs
 marker="kverbs.sh: loading $suite ($$)"
 log=$(mktemp)
 own_rvt_loop=
-trap 'rm -f "$log"' EXIT
+trap 'faults_close; rm -rf "$log"' EXIT
 
 loaded() { [ -d "/sys/module/$1" ]; }
 
@@ -37,7 +39,10 @@ fi
 
 echo "$marker" >/dev/kmsg
 load_err=
+# The allocation_failures cases fail the kernel verbs' allocations one at a time.
+! faults_available || faults_open
 insmod "$repo/$suite.ko" 2>&1 || load_err="insmod $suite failed"
+faults_close
 log_since_marker >"$log"
 points=$(python3 "$repo/tests/tap.py" kunit "$log" "$suite")
 

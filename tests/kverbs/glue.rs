@@ -67,4 +67,5 @@ extern "C" {
     pub(crate) fn rvt_loop_kverbs_dereg_mr(mr: *mut bindings::ib_mr) -> c_int;
     pub(crate) fn rvt_loop_kverbs_map_mr(mr: *mut bindings::ib_mr, dma: u64, len: c_uint) -> c_int;
     pub(crate) fn rvt_loop_kverbs_on_rdmavt_rs() -> bool;
+    pub(crate) fn rvt_loop_kverbs_fail_nth(n: c_uint) -> c_uint;
 }

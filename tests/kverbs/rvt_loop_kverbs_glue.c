@@ -8,6 +8,7 @@
 #include <linux/dma-direction.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/sched.h>
 #include <linux/scatterlist.h>
 #include <linux/string.h>
 #include <rdma/ib_verbs.h>
@@ -172,4 +173,22 @@ bool rvt_loop_kverbs_on_rdmavt_rs(void)
 	__symbol_put(marker);
 #endif
 	return true;
+}
+
+/*
+ * Makes the @n-th fault-injectable allocation (failslab, fail_page_alloc) of this thread fail
+ * from now on, 0 for none, as /proc/<pid>/task/<tid>/fail-nth does from user space. Returns
+ * what was left of the previous count: 0 once its allocation has failed. -1 (all bits) when
+ * the kernel has no fault injection.
+ */
+unsigned int rvt_loop_kverbs_fail_nth(unsigned int n)
+{
+#ifdef CONFIG_FAULT_INJECTION
+	unsigned int left = READ_ONCE(current->fail_nth);
+
+	WRITE_ONCE(current->fail_nth, n);
+	return left;
+#else
+	return UINT_MAX;
+#endif
 }

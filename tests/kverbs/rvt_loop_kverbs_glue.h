@@ -41,5 +41,6 @@ struct ib_mr *rvt_loop_kverbs_alloc_mr(struct ib_pd *pd);
 int rvt_loop_kverbs_dereg_mr(struct ib_mr *mr);
 int rvt_loop_kverbs_map_mr(struct ib_mr *mr, u64 dma, unsigned int len);
 bool rvt_loop_kverbs_on_rdmavt_rs(void);
+unsigned int rvt_loop_kverbs_fail_nth(unsigned int n);
 
 #endif /* RVT_LOOP_KVERBS_GLUE_H */

@@ -9,7 +9,7 @@ mod tests {
     use crate::{
         bindings::{ib_wc_opcode as O, ib_wc_status as S},
         pair::{check, check_bytes, Expect, Op, Pair, RNR_RETRY_FOREVER},
-        verbs::{on_rdmavt_rs, DATA_LEN},
+        verbs::{on_rdmavt_rs, with_nth_failing, DATA_LEN},
     };
     use kernel::prelude::*;
 
@@ -288,5 +288,80 @@ mod tests {
             })?;
         }
         quiet(&p)
+    }
+
+    /// No call here makes this many allocations: a sweep that gets that far does not end.
+    const MAX_NTH: u32 = 2000;
+
+    /// The allocations of `make` fail one at a time: its 1st, then its 2nd, ... until it runs
+    /// without reaching an Nth. A call that met its failure returns an error, or something
+    /// that `works` (the failure was absorbed); a call that did not meet one succeeds. What a
+    /// call made is dropped before the next; kmemleak, after the test, says whether a failed
+    /// call left anything behind.
+    fn sweep<T>(what: &str, make: impl Fn() -> Result<T>, works: impl Fn(&T) -> Result) -> Result {
+        let (mut failed, mut absorbed) = (0, 0);
+        for n in 1..=MAX_NTH {
+            let Some((made, hit)) = with_nth_failing(n, &make) else {
+                pr_err!("{what}: the kernel has no fault injection\n");
+                return Err(EOPNOTSUPP);
+            };
+            match made {
+                Err(e) if !hit => {
+                    pr_err!(
+                        "{what}: fails with no allocation failing: {}\n",
+                        e.to_errno()
+                    );
+                    return Err(e);
+                }
+                Err(_) => failed += 1,
+                Ok(made) => {
+                    works(&made).inspect_err(|e| {
+                        pr_err!("{what}, allocation {n} failing: it does not work: {e:?}\n")
+                    })?;
+                    if !hit {
+                        pr_info!(
+                            "{what}: {} allocations failed in turn, {failed} gave an error, \
+                             {absorbed} were absorbed\n",
+                            n - 1
+                        );
+                        return Ok(());
+                    }
+                    absorbed += 1;
+                }
+            }
+        }
+        pr_err!("{what}: still allocating after {MAX_NTH}\n");
+        Err(ETIMEDOUT)
+    }
+
+    /// One SEND from `a` into a receive on `b`.
+    fn one_send(p: &Pair) -> Result {
+        p.post_recv(&p.b, 0x700, 0, 8)?;
+        p.post(&p.a, 0x701, 0, 8, Op::Send { imm: None })?;
+        p.a.expect(&sent(0x701, O::IB_WC_SEND, 8))?;
+        p.b.expect(&received(0x700, O::IB_WC_RECV, 8, None))?;
+        quiet(p)
+    }
+
+    /// Every allocation of setting up a pair fails in turn: the PD with its DMA MR, the
+    /// kernel CQs, the QPs with their kernel rings, each modify on the way to RTS. Each
+    /// failure is an error and leaves nothing behind; a pair that was set up carries a SEND.
+    #[test]
+    fn allocation_failures_pair() -> Result {
+        sweep("pair", || Pair::new(RNR_RETRY_FOREVER), one_send)
+    }
+
+    /// The same for a fast-register MR: one that was allocated registers with REG_MR.
+    #[test]
+    fn allocation_failures_fast_reg_mr() -> Result {
+        let p = Pair::new(RNR_RETRY_FOREVER)?;
+        sweep(
+            "fast-register MR",
+            || p.alloc_mr(&p.b),
+            |mr| {
+                p.reg_mr(&p.b, 0x600, mr)?;
+                p.b.expect(&sent(0x600, O::IB_WC_REG_MR, 0))
+            },
+        )
     }
 }

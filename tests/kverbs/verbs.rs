@@ -310,6 +310,20 @@ pub(crate) fn on_rdmavt_rs() -> bool {
     unsafe { glue::rvt_loop_kverbs_on_rdmavt_rs() }
 }
 
+/// Runs `f` with the `n`-th fault-injectable allocation of this thread failing (from 1), and
+/// says whether it did fail: whether `f` got as far as an `n`-th allocation. None when the
+/// kernel has no fault injection (`CONFIG_FAULT_INJECTION`).
+pub(crate) fn with_nth_failing<T>(n: u32, f: impl FnOnce() -> T) -> Option<(T, bool)> {
+    // SAFETY: No preconditions: it sets the current task's own count.
+    if unsafe { glue::rvt_loop_kverbs_fail_nth(n) } == u32::MAX {
+        return None;
+    }
+    let out = f();
+    // SAFETY: As above.
+    let left = unsafe { glue::rvt_loop_kverbs_fail_nth(0) };
+    Some((out, left == 0))
+}
+
 /// The bytes a test sends, receives, reads and writes.
 pub(crate) const DATA_LEN: usize = 64;
 
