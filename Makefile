@@ -23,6 +23,8 @@
 #                     BENCH_HELPERS=inline (clang-22 and CONFIG_RUST_INLINE_HELPERS),
 #                     BENCH_ONLY="send_lat_8 read_bw_4k" (only these points)
 #   make bench-quick  make bench BENCH_QUICK=1
+#   make stress       the stress suite alone (tests/kselftest/stress.sh) on both rdmavt modules,
+#                     each phase DURATION seconds (default 60; make check runs it with 8)
 #
 # A user's own Rust-enabled kernel: make KDIR=/lib/modules/$(uname -r)/build
 
@@ -47,7 +49,7 @@ endif
 KMAKE = $(MAKE) -C "$$kdir" M=$(REPO) LLVM=$(LLVM) RUSTC=$(RUSTC) BINDGEN=$(BINDGEN) \
 	CLIPPY_DRIVER=$(CLIPPY_DRIVER) LIBCLANG_PATH=/usr/lib/llvm$(LLVM)/lib
 
-.PHONY: all modules clippy run check clean setup test-progs modules_install modules_uninstall \
+.PHONY: all modules clippy run check stress clean setup test-progs modules_install modules_uninstall \
 	rustfmt rustfmtcheck
 
 all: modules
@@ -80,6 +82,12 @@ run: modules
 
 check: modules test-progs
 	@bash $(REPO)/tests/check.sh
+
+# The stress suite alone, as a soak: its results in .test-results/stress/.
+DURATION ?= 60
+stress: modules test-progs
+	@RDMAVT_RS_TESTS=stress RDMAVT_RS_STRESS_DURATION=$(DURATION) \
+		RDMAVT_RS_RESULTS=$(REPO)/.test-results/stress bash $(REPO)/tests/check.sh
 
 test-progs: setup
 	@$(MAKE) -s -C $(REPO)/tests/progs OUT=$(REPO)/.test-bin

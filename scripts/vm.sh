@@ -55,6 +55,10 @@ fi
 # with each argument quoted so that it survives the trip through vng's --exec.
 guest_cmd="RDMAVT_RS_REPO=$(printf %q "$repo") RDMAVT_RS_RDMAVT=$rdmavt"
 [ -n "$out" ] && guest_cmd+=" RDMAVT_RS_OUT=$(printf %q "$out")"
+# The test runner's selections, when the caller made them (tests/check.sh, make stress).
+for v in RDMAVT_RS_TESTS RDMAVT_RS_STRESS_DURATION; do
+	[ -z "${!v:-}" ] || guest_cmd+=" $v=$(printf %q "${!v}")"
+done
 guest_cmd+=" $(printf %q "$repo/scripts/guest-prologue.sh")"
 for arg in "$@"; do
 	guest_cmd+=" $(printf %q "$arg")"

@@ -37,9 +37,13 @@ left_unloaded() {
 # Objects allocated during boot are not ours to answer for: start counting leaks from here.
 [ -w "$leaks" ] && echo clear >"$leaks"
 
+# RDMAVT_RS_TESTS="NAME...": only these tests (make stress). A soak's stress phases
+# (RDMAVT_RS_STRESS_DURATION seconds each) get the time they need on top of the usual bound.
+limit=$((600 + 12 * ${RDMAVT_RS_STRESS_DURATION:-0}))
 for t in "$tests"/*; do
 	[ -f "$t" ] || continue
 	name=$(basename "${t%.*}")
+	[ -z "${RDMAVT_RS_TESTS:-}" ] || [[ " $RDMAVT_RS_TESTS " == *" $name "* ]] || continue
 	echo "--- $name ($RDMAVT_RS_RDMAVT)"
 	# The kernel log names each test as it starts: a report then says which test caused it
 	# (scripts/splat_check.py prints it as "during:").
@@ -54,7 +58,7 @@ for t in "$tests"/*; do
 	fi
 	# A bound on a hang, not a judgement of speed: a test that loads rdmavt-rs several times
 	# runs its KUnit suites each time, which takes a while under TCG on shared cores.
-	timeout 600 "$t" >"$out/$name.tap" 2>&1
+	timeout "$limit" "$t" >"$out/$name.tap" 2>&1
 	echo $? >"$out/$name.rc"
 	left_unloaded "$name"
 done

@@ -31,37 +31,57 @@ traffic_setup() {
 # Whether something listens on TCP port $1 on this host.
 traffic_listening() { ss -Hltn "sport = :$1" | grep -q .; }
 
-# traffic_pair NAME SERVER_CMD... -- CLIENT_ARGS...: one test point. Runs SERVER_CMD with
-# "-p PORT" added, waits until it listens, then runs the same program with CLIENT_ARGS,
-# "-p PORT" and 127.0.0.1. Both outputs are shown when the point does not pass.
-traffic_pair() {
-	local name=$1
-	shift
-	local server=() client=() port=$((TRAFFIC_PORT++)) out spid src=0 crc=0
+# traffic_run DIR PORT SERVER_CMD... -- CLIENT_ARGS...: one server and client as traffic_pair
+# pairs them, without judging: their outputs go to DIR/server and DIR/client, their exit
+# statuses to DIR/rc ("SERVER CLIENT"). Several may run at once, each with its own PORT.
+traffic_run() {
+	local dir=$1 port=$2
+	shift 2
+	local server=() client=() spid src=0 crc=0
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do server+=("$1"); shift; done
 	shift
 	client=("${server[0]}" "$@")
-	if [ -n "$TRAFFIC_BROKEN" ]; then
-		ktap_fail "$name: $TRAFFIC_BROKEN"
-		return
-	fi
-	out=$(mktemp -d)
-	timeout "$TRAFFIC_TIMEOUT" "${server[@]}" -p "$port" >"$out/server" 2>&1 &
+	mkdir -p "$dir"
+	echo "${server[*]} -p $port" >"$dir/cmd"
+	timeout "$TRAFFIC_TIMEOUT" "${server[@]}" -p "$port" >"$dir/server" 2>&1 &
 	spid=$!
 	# The server listens once its verbs objects exist; it may also fail before that.
 	while kill -0 "$spid" 2>/dev/null && ! traffic_listening "$port"; do
 		sleep 0.2
 	done
-	timeout "$TRAFFIC_TIMEOUT" "${client[@]}" -p "$port" 127.0.0.1 >"$out/client" 2>&1 || crc=$?
+	timeout "$TRAFFIC_TIMEOUT" "${client[@]}" -p "$port" 127.0.0.1 >"$dir/client" 2>&1 || crc=$?
 	wait "$spid" || src=$?
+	echo "$src $crc" >"$dir/rc"
+}
+
+# traffic_judge NAME DIR: the point of a pair traffic_run ran into DIR: passes when both sides
+# exited 0; otherwise shows both outputs.
+traffic_judge() {
+	local name=$1 dir=$2 src crc
+	read -r src crc <"$dir/rc" 2>/dev/null || { src=none; crc=none; }
 	if [ "$src" = 0 ] && [ "$crc" = 0 ]; then
 		ktap_pass "$name"
 	else
-		ktap_msg "server (exit $src): ${server[*]} -p $port"
-		sed 's/^/#   /' "$out/server" | tail -20
-		ktap_msg "client (exit $crc): ${client[*]} -p $port 127.0.0.1"
-		sed 's/^/#   /' "$out/client" | tail -20
+		ktap_msg "server (exit $src): $(cat "$dir/cmd" 2>/dev/null)"
+		sed 's/^/#   /' "$dir/server" 2>/dev/null | tail -20
+		ktap_msg "client (exit $crc)"
+		sed 's/^/#   /' "$dir/client" 2>/dev/null | tail -20
 		ktap_fail "$name"
 	fi
+}
+
+# traffic_pair NAME SERVER_CMD... -- CLIENT_ARGS...: one test point. Runs SERVER_CMD with
+# "-p PORT" added, waits until it listens, then runs the same program with CLIENT_ARGS,
+# "-p PORT" and 127.0.0.1. Both outputs are shown when the point does not pass.
+traffic_pair() {
+	local name=$1 out
+	shift
+	if [ -n "$TRAFFIC_BROKEN" ]; then
+		ktap_fail "$name: $TRAFFIC_BROKEN"
+		return
+	fi
+	out=$(mktemp -d)
+	traffic_run "$out" "$((TRAFFIC_PORT++))" "$@"
+	traffic_judge "$name" "$out"
 	rm -rf "$out"
 }
