@@ -20,6 +20,10 @@
 # and timeout, in order; rvt_sge_new per stored SGE, rvt_mr_user_seg per MR page; rvt_dbg at
 # the driver's registration and unregistration.
 #
+# (3) The events only kernel consumers fire (rvt_cq_poll, rvt_map_mr_sg, rvt_mr_page_seg), with
+# rvt_loop_kverbs.ko's suite loaded (tests/kverbs/): each fires, with fields that agree. Its
+# fault-injection sweeps make the counts differ between the two rdmavts: not compared.
+#
 # Without tracefs the test is skipped, never passed. `trace_events.py --golden DIR`, run in
 # the guest on the C rdmavt, writes the golden files into DIR (RDMAVT_RS_TRACE_GOLDEN=DIR then
 # checks against them).
@@ -124,14 +128,14 @@ def parse(text):
     return fields
 
 
-def read_trace():
-    """The recorded events, in order, as (name, fields)."""
+def read_trace(keep):
+    """The recorded events, in order, as (name, fields); also kept in the run's results as
+    trace_events.`keep`, when there are results."""
     events = []
     with open(f"{TRACEFS}/trace") as f:
         lines = f.readlines()
-    # Kept with the run's results, when there are any, for a reader.
     if os.environ.get("RDMAVT_RS_OUT"):
-        with open(os.path.join(os.environ["RDMAVT_RS_OUT"], "trace_events.trace"), "w") as f:
+        with open(os.path.join(os.environ["RDMAVT_RS_OUT"], f"trace_events.{keep}"), "w") as f:
             f.writelines(lines)
     for line in lines:
         if line.startswith("#"):
@@ -238,7 +242,7 @@ def traced_run():
             subprocess.run(["rmmod", "rvt_loop"], check=False)
     finally:
         enable_all(False)
-    events = read_trace()
+    events = read_trace("trace")
     write("trace", "")
     return seen, events
 
@@ -393,6 +397,48 @@ def check_sges(events, qpn):
            [(0, 0, 4096)] * 4)
 
 
+# The events only kernel consumers fire, and the kernel verbs module that is one.
+KERNEL_EVENTS = ("rvt_cq/rvt_cq_poll", "rvt_mr/rvt_map_mr_sg", "rvt_mr/rvt_mr_page_seg")
+KVERBS = f"{REPO}/rvt_loop_kverbs.ko"
+
+
+def kernel_consumers():
+    """rvt_loop_kverbs.ko's suite (tests/kverbs/) with the events of kernel consumers on:
+    polling kernel CQs and fast-register MRs. Its fault-injection sweeps make as many
+    attempts as the rdmavt under them makes allocations, so the counts are not C's: each
+    event fires, with fields that agree with each other."""
+    if not os.path.exists(KVERBS):
+        skip("events of kernel consumers", "rvt_loop_kverbs.ko not built (no KUnit)")
+        return
+    write("trace", "")
+    for event in KERNEL_EVENTS:
+        write(f"events/{event}/enable", "1")
+    try:
+        for cmd in (["insmod", f"{REPO}/rvt_loop.ko"], ["insmod", KVERBS],
+                    ["rmmod", "rvt_loop_kverbs"], ["rmmod", "rvt_loop"]):
+            subprocess.run(cmd, capture_output=True, check=False)
+    finally:
+        for event in KERNEL_EVENTS:
+            write(f"events/{event}/enable", "0")
+    events = read_trace("kverbs.trace")
+    write("trace", "")
+    maps = of(events, "rvt_map_mr_sg")
+    # C sets the region's iova and user_base from the ib_mr's iova, and its length from
+    # the ib_mr's.
+    consistent = all(f["ibmr_iova"] == f["iova"] == f["user_base"] and int(f["length"], 16) > 0
+                     and int(f["sg_nents"]) == 1 for f in maps)
+    expect("kernel consumers: rvt_map_mr_sg fires, one SG entry, iova = ibmr_iova = "
+           "user_base", (len(maps) > 0, consistent), (True, True))
+    pages = of(events, "rvt_mr_page_seg")
+    expect("kernel consumers: rvt_mr_page_seg fires, pages of 4096 bytes, at least one per "
+           "mapping", (len(pages) >= len(maps) > 0, all(f["len"] == "4096" for f in pages)),
+           (True, True))
+    polls = of(events, "rvt_cq_poll")
+    expect("kernel consumers: rvt_cq_poll fires, each batch counted from 0",
+           (len(polls) > 0, any(f["idx"] == "0" for f in polls),
+            all("," in f["opcode"] for f in polls)), (True, True, True))
+
+
 def run():
     print("TAP version 13")
     if not tracefs_ready():
@@ -424,6 +470,7 @@ def run():
         check_qps_and_cqs(events, qpn)
         check_rnr(events, qpn)
         check_sges(events, qpn)
+        kernel_consumers()
     except Exception as err:  # noqa: BLE001 - any failure fails the test, with its reason
         point(False, f"trace_events: {type(err).__name__}: {err}")
     print(f"1..{len(_points)}")
