@@ -22,6 +22,7 @@ mod mr;
 mod pd;
 mod qp;
 mod srq;
+mod trace;
 
 use kernel::prelude::*;
 

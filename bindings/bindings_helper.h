@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * The C declarations rdmavt-rs is written against: ib_core, the rdmavt ABI headers whose layouts
- * we keep, and our own C glue.
+ * we keep, our own C glue, and the C rdmavt's trace events.
  */
 
 #include <rdma/ib_verbs.h>
@@ -16,3 +16,6 @@
 #include <uapi/rdma/rvt-abi.h>
 
 #include "rdmavt_glue.h"
+
+/* The trace events, without CREATE_TRACE_POINTS: their __tracepoint_* and rust_do_trace_*. */
+#include "trace/trace.h"

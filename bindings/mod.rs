@@ -30,6 +30,11 @@ type __kernel_size_t = usize;
 type __kernel_ssize_t = isize;
 type __kernel_ptrdiff_t = isize;
 
+// The trace events' `__tracepoint_*` are the kernel crate's `struct tracepoint`, so that
+// `kernel::jump_label::static_branch_unlikely!` can test their keys (see trace/mod.rs).
+#[cfg(CONFIG_TRACEPOINTS)]
+use kernel::bindings::tracepoint;
+
 // SAFETY: `__BindgenBitfieldUnit<Storage>` is a newtype around `Storage`, so all zeroes is a
 // valid value whenever it is one for `Storage`.
 unsafe impl<Storage> Zeroable for __BindgenBitfieldUnit<Storage> where Storage: Zeroable {}

@@ -2,12 +2,12 @@
 
 //! `rvt_cq_enter`: how drivers and rdmavt add a completion, and the callback that follows.
 
-use core::mem::offset_of;
+use core::{mem::offset_of, ptr};
 
 use kernel::{prelude::*, sync::atomic::Relaxed};
 
 use super::{Cq, COMP_WQ};
-use crate::{bindings, macros::c_export};
+use crate::{bindings, macros::c_export, trace};
 
 /// `cq->notify` when no notification is armed.
 pub(super) const NOTIFY_NONE: u8 = bindings::ib_cq_notify_flags::IB_CQ_NEXT_COMP.0 as u8 + 1;
@@ -46,6 +46,8 @@ impl Cq {
             self.report_overflow();
             return false;
         }
+        // SAFETY: the CQ is live and `wc` a valid completion of a live QP (the driver's).
+        unsafe { trace::rvt_cq_enter(self.as_raw(), ptr::from_ref(wc).cast_mut(), head) };
         // SAFETY: `head <= last` is a slot of the live ring; the lock is held; the driver
         // enters completions of live QPs.
         unsafe {

@@ -190,8 +190,21 @@ impl Ring {
     /// A live kernel ring with more than `idx` slots; the lock is held.
     pub(super) unsafe fn read_kernel(k: *mut bindings::rvt_k_cq_wc, idx: u32) -> bindings::ib_wc {
         // SAFETY: in range (caller's guarantee).
+        unsafe { *Self::kernel_slot(k, idx) }
+    }
+
+    /// Slot `idx` of a kernel ring.
+    ///
+    /// # Safety
+    ///
+    /// As [`Ring::read_kernel`].
+    pub(super) unsafe fn kernel_slot(
+        k: *mut bindings::rvt_k_cq_wc,
+        idx: u32,
+    ) -> *mut bindings::ib_wc {
+        // SAFETY: in range (caller's guarantee); only the address is computed.
         unsafe {
-            *(&raw mut (*k).kqueue)
+            (&raw mut (*k).kqueue)
                 .cast::<bindings::ib_wc>()
                 .add(idx as usize)
         }

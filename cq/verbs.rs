@@ -10,7 +10,7 @@ use kernel::{
 };
 
 use super::{enter, ring::Ring, Cq};
-use crate::{bindings, device::Device, lock::Guarded, mmap::MmapInfo};
+use crate::{bindings, device::Device, lock::Guarded, mmap::MmapInfo, trace};
 
 const REPORT_MISSED_EVENTS: u32 = bindings::ib_cq_notify_flags::IB_CQ_REPORT_MISSED_EVENTS.0;
 const SOLICITED_MASK: u32 = bindings::ib_cq_notify_flags::IB_CQ_SOLICITED_MASK.0;
@@ -144,6 +144,8 @@ fn create(
         }
         (*cq).ip = info.map_or(core::ptr::null_mut(), MmapInfo::into_raw);
     }
+    // SAFETY: the CQ is set up, `rdi` included; `attr` is ib_core's.
+    unsafe { trace::rvt_create_cq(cq, attr) };
     Ok(())
 }
 
@@ -217,6 +219,10 @@ pub(crate) unsafe extern "C" fn poll_cq(
     let (head, mut tail) = unsafe { ((*k).head, (*k).tail.min(last)) };
     let mut polled = 0;
     while polled < num_entries && tail != head {
+        // SAFETY: `tail <= last` is within the ring and `cq` is live. The event reads the
+        // entry's QP, as C's does: a kernel consumer polls the completions of its own QPs,
+        // which it destroys only once it is done with them.
+        unsafe { trace::rvt_cq_poll(cq.as_raw(), Ring::kernel_slot(k, tail), polled as u32) };
         // SAFETY: `tail <= last` is within the ring; `entry` has room (ib_core's).
         unsafe { *entry.add(polled as usize) = Ring::read_kernel(k, tail) };
         tail = if tail >= last { 0 } else { tail + 1 };

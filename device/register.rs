@@ -9,7 +9,7 @@ use kernel::{
 };
 
 use super::Device;
-use crate::{bindings, lock::spin_lock_init, macros::c_export, mad, mcast, mmap, mr, qp};
+use crate::{bindings, lock::spin_lock_init, macros::c_export, mad, mcast, mmap, mr, qp, trace};
 
 /// The uverbs commands rdmavt serves through its ops; ib_core learns of them here because
 /// they have no `ib_device_ops` entry of their own to be detected by.
@@ -140,10 +140,11 @@ fn register(dev: &Device) -> Result {
     })?;
     let ibdev = dev.ibdev();
     // SAFETY: the device is the driver's, not yet registered; the ops table is static.
-    unsafe {
-        bindings::ib_set_device_ops(ibdev, &*super::ops::RVT_DEV_OPS);
-        init_internal(dev);
-    }
+    unsafe { bindings::ib_set_device_ops(ibdev, &*super::ops::RVT_DEV_OPS) };
+    // C: "Once we get past here we can use rvt_pr macros and tracepoints".
+    trace::dbg(dev, c"Driver attempting registration");
+    // SAFETY: the device is not registered yet.
+    unsafe { init_internal(dev) };
     // SAFETY: the device is not registered yet.
     unsafe { qp::driver_init(dev) }.map_err(|_| {
         pr_err!("Error in driver QP init.\n");
@@ -211,6 +212,8 @@ pub(crate) unsafe extern "C" fn rvt_unregister_device(rdi: *mut bindings::rvt_de
     }
     // SAFETY: `rdi` is a live, registered device (caller's guarantee).
     let dev = unsafe { Device::from_raw(rdi) };
+    // C fires this before its NULL check, so with the event on a NULL `rdi` oopses there.
+    trace::dbg(dev, c"Driver is unregistering.");
     mad::free_agents(dev);
     // SAFETY: registered by `rvt_register_device`; ib_core waits for its users to go.
     unsafe { bindings::ib_unregister_device(dev.ibdev()) };

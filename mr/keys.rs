@@ -8,6 +8,8 @@
 //! A checked key yields an `rvt_sge` that holds a reference to its region; the driver drops
 //! it with `rvt_put_mr` (rdmavt_mr.h) once the SGE is consumed.
 
+use core::ptr;
+
 use kernel::{ffi::c_int, prelude::*, sync::rcu};
 
 use super::{
@@ -15,7 +17,7 @@ use super::{
     region::Mregion,
     Mr,
 };
-use crate::{bindings, device::Device, macros::c_export};
+use crate::{bindings, device::Device, macros::c_export, trace};
 
 /// The offset of `addr` from `base` when `len` bytes from there lie within a region of
 /// `region_len` bytes at `base`. C computes `addr - base + len` in 64 bits and so accepts a
@@ -62,6 +64,9 @@ fn sge_adjacent(last: Option<&mut bindings::rvt_sge>, sge: &bindings::ib_sge) ->
         last.length = last.length.wrapping_add(sge.length);
     }
     last.sge_length = last.sge_length.wrapping_add(sge.length);
+    // SAFETY: `last` holds a reference to its region, whose PD outlives it; the event only
+    // reads both SGEs.
+    unsafe { trace::rvt_sge_adjacent(last, ptr::from_ref(sge).cast_mut()) };
     true
 }
 
@@ -169,7 +174,12 @@ pub(crate) unsafe extern "C" fn rvt_lkey_ok(
         )
     };
     match res {
-        Ok(Stored::Added) => 1,
+        Ok(Stored::Added) => {
+            // SAFETY: `isge` now holds a reference to its region, whose PD outlives it;
+            // `sge` is the caller's; the event only reads both.
+            unsafe { trace::rvt_sge_new(isge, sge) };
+            1
+        }
         Ok(Stored::Merged) => 0,
         Err(e) => e.to_errno(),
     }

@@ -50,6 +50,12 @@ struct RvtMr {
 
 // ib_core hands us the `ib_mr` we returned; `to_imr` is a cast because it is the head.
 const _: () = assert!(offset_of!(RvtMr, ibmr) == 0);
+// The trace event `rvt_map_mr_sg` reads an MR as C's `struct rvt_mr` (trace/trace.h).
+const _: () = assert!(
+    size_of::<RvtMr>() == size_of::<bindings::rdmavt_rs_trace_mr>()
+        && offset_of!(RvtMr, umem) == offset_of!(bindings::rdmavt_rs_trace_mr, umem)
+        && offset_of!(RvtMr, mr) == offset_of!(bindings::rdmavt_rs_trace_mr, mr)
+);
 
 /// The allocation size of an `rvt_mr` with `m` map arrays, as C's `struct_size()`: `None`
 /// where that saturates, which makes C's kzalloc fail.

@@ -17,7 +17,7 @@ use super::{
     region::{seg_ptr, SEGSZ},
     KeyKind, Mr, Mregion, NewMr,
 };
-use crate::bindings;
+use crate::{bindings, trace};
 
 /// How long `dereg_mr` waits for a region's users to let go: C's `5 * HZ`.
 const DEREG_TIMEOUT_MS: u32 = 5000;
@@ -140,6 +140,9 @@ fn map_umem(mr: &Mregion, umem: *mut bindings::ib_umem) -> Result {
             (*seg).vaddr = vaddr;
             (*seg).length = PAGE_SIZE;
         }
+        // SAFETY: the region is the new MR's, in a live PD; `vaddr` is a page's kernel address.
+        // CAST: C passes `m` and `n` to the event's u16 parameters.
+        unsafe { trace::rvt_mr_user_seg(region, m as u16, n as u16, vaddr, PAGE_SIZE) };
         n += 1;
         if n == SEGSZ {
             m += 1;
@@ -174,7 +177,9 @@ pub(crate) unsafe extern "C" fn alloc_mr(
 unsafe extern "C" fn set_page(ibmr: *mut bindings::ib_mr, addr: u64) -> c_int {
     // SAFETY: ib_sg_to_pages calls back with the MR `map_mr_sg` passed it, one of ours.
     let region = unsafe { Mr::from_ib(ibmr) }.region().as_raw();
-    // SAFETY: ib_core serialises map_mr_sg with the MR's other users (the ULP owns it).
+    // SAFETY: ib_core serialises map_mr_sg with the MR's other users (the ULP owns it). The
+    // event reads the region and its PD, live while the MR is, and only computes the page of
+    // the address (a kernel mapping under INFINIBAND_VIRT_DMA).
     unsafe {
         let ps: u32 = 1 << (*region).page_shift;
         // CAST: as C, the count of pages mapped so far, in a u32.
@@ -192,6 +197,8 @@ unsafe extern "C" fn set_page(ibmr: *mut bindings::ib_mr, addr: u64) -> c_int {
         (*seg).vaddr = core::ptr::with_exposed_provenance_mut(addr as usize);
         (*seg).length = ps as usize;
         (*region).length += ps as usize;
+        // CAST: as above; C passes `m` and `n` to the event's u16 parameters.
+        trace::rvt_mr_page_seg(region, m as u16, n as u16, (*seg).vaddr, ps as usize);
     }
     0
 }
@@ -211,7 +218,8 @@ pub(crate) unsafe extern "C" fn map_mr_sg(
 ) -> c_int {
     // SAFETY: ib_core passes one of our MRs.
     let region = unsafe { Mr::from_ib(ibmr) }.region().as_raw();
-    // SAFETY: the ULP owns the MR while it maps it; ib_sg_to_pages gets ib_core's arguments.
+    // SAFETY: the ULP owns the MR while it maps it; ib_sg_to_pages gets ib_core's arguments,
+    // and so does the event, which reads the MR (ours) and its PD (live while it is).
     unsafe {
         (*region).length = 0;
         (*region).page_shift = PAGE_SHIFT as u8;
@@ -225,6 +233,7 @@ pub(crate) unsafe extern "C" fn map_mr_sg(
         // CAST: as C, the offset into the first page, truncated to the u32 field.
         (*region).offset = iova.wrapping_sub(first) as u32;
         (*region).length = (*ibmr).length as usize;
+        trace::rvt_map_mr_sg(ibmr, sg_nents, sg_offset);
         ret
     }
 }

@@ -7,7 +7,7 @@
 use kernel::{ffi::c_int, prelude::*, sync::aref::ARef};
 
 use super::{error::ErrorOutcome, state_ops, PostGuard, Qp, RecvGuard, SendGuard};
-use crate::{bindings, device::Device, macros::c_export};
+use crate::{bindings, device::Device, macros::c_export, trace};
 
 /// The number of QP states, `IB_QPS_ERR + 1`: the length of [`ib_rvt_state_ops`].
 pub(super) const STATES: usize = bindings::ib_qp_state::IB_QPS_ERR.0 as usize + 1;
@@ -172,6 +172,8 @@ impl Qp {
             *(*self.device().as_raw()).wc_opcode.add(op)
         };
         let old_last = s.s_last();
+        // SAFETY: the QP is live; `wqe` is its finished WQE at `s_last` (caller's guarantee).
+        unsafe { trace::rvt_qp_send_completion(self.as_raw(), wqe, old_last) };
         // SAFETY: the caller's guarantee.
         let last = unsafe { self.complete_swqe(s, r, wqe, opcode, status) };
         // Every index that pointed at the completed slot moves along with `s_last`.

@@ -30,6 +30,7 @@ use crate::{
     bindings,
     device::{Device, Port},
     lock::{lock_raw, spin_lock_init},
+    trace,
 };
 
 /// Bits in one page of the bitmap (`RVT_BITS_PER_PAGE`).
@@ -77,15 +78,17 @@ impl QpDev {
         unsafe { &raw mut (*self.0).qpn_table }
     }
 
+    /// The index of `qpn`'s bucket in the hash table (C's `n`, which the trace events show).
+    fn bucket_index(&self, qpn: u32) -> u32 {
+        // SAFETY: valid by the type invariant; `qp_table_bits` is fixed at registration.
+        hash_32(qpn, unsafe { (*self.0).qp_table_bits })
+    }
+
     /// The hash table bucket of `qpn`.
     fn bucket(&self, qpn: u32) -> *mut *mut bindings::rvt_qp {
         // SAFETY: valid by the type invariant; `qp_table` has `1 << qp_table_bits` entries
         // and the hash is below that.
-        unsafe {
-            (*self.0)
-                .qp_table
-                .add(hash_32(qpn, (*self.0).qp_table_bits) as usize)
-        }
+        unsafe { (*self.0).qp_table.add(self.bucket_index(qpn) as usize) }
     }
 
     /// The number of buckets in the hash table, fixed at registration.
@@ -461,6 +464,7 @@ impl Qp {
                     *self.next_link() = *bucket;
                     atomic_store(bucket, raw, Release);
                 }
+                trace::qpinsert(self, qp_dev.bucket_index(self.qpn()));
             }
         }
     }
@@ -478,8 +482,14 @@ impl Qp {
                 unsafe { atomic_store(slot, ptr::null_mut(), Release) };
                 true
             }
-            // SAFETY: `qpt_lock` is held.
-            _ => unsafe { unlink(qp_dev.bucket(self.qpn()), self) },
+            _ => {
+                // SAFETY: `qpt_lock` is held.
+                let unlinked = unsafe { unlink(qp_dev.bucket(self.qpn()), self) };
+                if unlinked {
+                    trace::qpremove(self, qp_dev.bucket_index(self.qpn()));
+                }
+                unlinked
+            }
         };
         drop(guard);
         if removed {

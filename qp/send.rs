@@ -21,7 +21,7 @@ use super::{
     complete::{next_slot, SEND_COMPLETION_ONLY, SEND_RESERVE_USED},
     state_ops, Locked, PostGuard, Qp,
 };
-use crate::{bindings, device::Device};
+use crate::{bindings, device::Device, trace};
 
 /// `RVT_OPERATION_MAX`: the number of entries of the driver's `post_parms` (a macro over an
 /// enum that bindgen cannot evaluate).
@@ -219,6 +219,8 @@ impl Qp {
             *flags &= !SEND_RESERVE_USED;
             *h.s_avail_mut() -= 1;
         }
+        // SAFETY: the QP is live; `wqe` is the filled slot at `s_head`, still ours.
+        unsafe { trace::rvt_post_one_wr(self.as_raw(), wqe, wr.num_sge) };
         // The slot's contents are published with it (C's smp_wmb).
         h.publish_s_head(next_slot(head, self.s_size()));
         Ok(())

@@ -8,7 +8,7 @@
 use kernel::{container_of, ffi::c_ulong};
 
 use super::{Locked, Qp, SendGuard};
-use crate::{bindings, macros::c_export};
+use crate::{bindings, macros::c_export, trace};
 
 /// `ib_rvt_rnr_table`: the RNR NAK timer field's encoding (IBTA 9.7.5.2.8), in microseconds.
 const RNR_TABLE_US: [u32; 32] = [
@@ -56,6 +56,7 @@ impl SendGuard<'_> {
     pub(crate) fn add_rnr_timer(&mut self, aeth: u32) {
         let usecs = RNR_TABLE_US[((aeth >> AETH_CREDIT_SHIFT) & AETH_CREDIT_MASK) as usize];
         self.set_flags(bindings::RVT_S_WAIT_RNR);
+        trace::rnrnak_add(self.qp(), usecs);
         // SAFETY: `s_lock` is held; the hrtimer was set up at creation.
         unsafe { bindings::rdmavt_rs_hrtimer_start_us(self.qp().s_rnr_timer(), usecs) };
     }
@@ -172,6 +173,7 @@ unsafe extern "C" fn rc_timeout(t: *mut bindings::timer_list) {
     let psn = s.s_last_psn().wrapping_add(1);
     // SAFETY: the timer was set up at creation; deleting it needs no lock.
     unsafe { bindings::timer_delete(qp.s_timer()) };
+    trace::rc_timeout(qp, psn);
     dev.driver().notify_restart_rc(qp, psn, true, &r, &s);
     dev.driver().schedule_send(qp, &s);
 }
@@ -189,7 +191,12 @@ pub(crate) unsafe extern "C" fn rvt_rc_rnr_retry(
     // synchronously before the QP goes away).
     let qp = unsafe { Qp::from_raw(container_of!(t, bindings::rvt_qp, s_rnr_timer)) };
     let mut s = qp.s_lock();
-    s.clear_flags(bindings::RVT_S_WAIT_RNR);
+    // `rvt_stop_rnr_timer`: C traces the stop only when the wait was still flagged.
+    if s.flags() & bindings::RVT_S_WAIT_RNR != 0 {
+        s.clear_flags(bindings::RVT_S_WAIT_RNR);
+        trace::rnrnak_stop(qp);
+    }
+    trace::rnrnak_timeout(qp);
     qp.device().driver().schedule_send(qp, &s);
     bindings::hrtimer_restart::HRTIMER_NORESTART
 }

@@ -1,0 +1,10 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Defines the C rdmavt's trace events (trace.h) in rdmavt.ko, and for each a
+ * rust_do_trace_<event>() that the Rust side calls once it has seen the event enabled
+ * (trace/mod.rs), as Rust Binder's rust_binder_events.c does.
+ */
+
+#define CREATE_TRACE_POINTS
+#define CREATE_RUST_TRACE_POINTS
+#include "trace.h"
