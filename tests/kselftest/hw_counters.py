@@ -20,6 +20,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import pyverbs.enums as e  # noqa: E402
+from conn import connect_attr  # noqa: E402
 from ktap import DEV, REPO, main, point, skip  # noqa: E402
 from pyverbs.addr import AH, AHAttr  # noqa: E402
 from pyverbs.cq import CQ  # noqa: E402
@@ -158,20 +159,9 @@ class Workloads:
     def rc_pair(self, cq, rnr_retry):
         ends = [self.qp(e.IBV_QPT_RC, cq) for _ in range(2)]
         for me, peer in ((ends[0], ends[1]), (ends[1], ends[0])):
-            attr = QPAttr()
-            attr.port_num = 1
-            attr.pkey_index = 0
-            attr.qp_access_flags = e.IBV_ACCESS_LOCAL_WRITE
-            attr.dest_qp_num = peer.qp_num
-            attr.path_mtu = e.IBV_MTU_1024
-            attr.rq_psn = attr.sq_psn = 0
-            attr.max_rd_atomic = attr.max_dest_rd_atomic = 1
-            attr.min_rnr_timer = 1
-            attr.timeout = 14
-            attr.retry_cnt = 7
-            attr.rnr_retry = rnr_retry
-            attr.ah_attr = AHAttr(port_num=1, dlid=self.lid)
-            me.to_rts(attr)
+            me.to_rts(
+                connect_attr(peer.qp_num, self.lid, e.IBV_ACCESS_LOCAL_WRITE, rnr_retry)
+            )
         return ends
 
     def rc_sends(self):

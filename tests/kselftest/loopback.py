@@ -15,13 +15,13 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import pyverbs.enums as e  # noqa: E402
+from conn import connect_attr  # noqa: E402
 from ktap import DEV, main, point, skip  # noqa: E402
-from pyverbs.addr import AHAttr  # noqa: E402
 from pyverbs.cq import CQ  # noqa: E402
 from pyverbs.device import Context  # noqa: E402
 from pyverbs.mr import MR  # noqa: E402
 from pyverbs.pd import PD  # noqa: E402
-from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr  # noqa: E402
+from pyverbs.qp import QP, QPCap, QPInitAttr  # noqa: E402
 from pyverbs.wr import SGE, RecvWR, SendWR  # noqa: E402
 
 
@@ -68,22 +68,7 @@ class Loopback:
             mr = MR(self.pd, 4096, mr_access)
             ends.append(End(qp, cq, mr))
         for me, peer in ((ends[0], ends[1]), (ends[1], ends[0])):
-            attr = QPAttr()
-            attr.port_num = 1
-            attr.pkey_index = 0
-            attr.qp_access_flags = qp_access
-            attr.dest_qp_num = peer.qp.qp_num
-            attr.path_mtu = e.IBV_MTU_1024
-            attr.rq_psn = 0
-            attr.sq_psn = 0
-            attr.max_rd_atomic = 1
-            attr.max_dest_rd_atomic = 1
-            attr.min_rnr_timer = 1
-            attr.timeout = 14
-            attr.retry_cnt = 7
-            attr.rnr_retry = rnr_retry
-            attr.ah_attr = AHAttr(port_num=1, dlid=self.lid)
-            me.qp.to_rts(attr)
+            me.qp.to_rts(connect_attr(peer.qp.qp_num, self.lid, qp_access, rnr_retry))
         return ends
 
     def sge(self, end, offset, length):

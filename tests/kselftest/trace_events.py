@@ -39,13 +39,13 @@ from collections import Counter
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import pyverbs.enums as e  # noqa: E402
+from conn import connect_attr  # noqa: E402
 from ktap import DEV, REPO, _points, point, skip  # noqa: E402
-from pyverbs.addr import AHAttr  # noqa: E402
 from pyverbs.cq import CQ  # noqa: E402
 from pyverbs.device import Context  # noqa: E402
 from pyverbs.mr import MR  # noqa: E402
 from pyverbs.pd import PD  # noqa: E402
-from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr  # noqa: E402
+from pyverbs.qp import QP, QPCap, QPInitAttr  # noqa: E402
 from pyverbs.wr import SGE, RecvWR, SendWR  # noqa: E402
 
 TRACEFS = "/sys/kernel/tracing"
@@ -177,20 +177,8 @@ class End:
 
 def connect(ends, lid, rnr_retry):
     for me, peer in ((ends[0], ends[1]), (ends[1], ends[0])):
-        attr = QPAttr()
-        attr.port_num = 1
-        attr.pkey_index = 0
-        attr.qp_access_flags = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE
-        attr.dest_qp_num = peer.qp.qp_num
-        attr.path_mtu = e.IBV_MTU_1024
-        attr.rq_psn = attr.sq_psn = 0
-        attr.max_rd_atomic = attr.max_dest_rd_atomic = 1
-        attr.min_rnr_timer = 1
-        attr.timeout = 14
-        attr.retry_cnt = 7
-        attr.rnr_retry = rnr_retry
-        attr.ah_attr = AHAttr(port_num=1, dlid=lid)
-        me.qp.to_rts(attr)
+        access = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE
+        me.qp.to_rts(connect_attr(peer.qp.qp_num, lid, access, rnr_retry))
 
 
 def workload():
