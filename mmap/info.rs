@@ -127,7 +127,20 @@ impl MmapInfo {
 }
 
 impl Drop for MmapInfo {
+    /// The owning object is going: its ring can no longer be mapped, so the info leaves the
+    /// pending list now, while the object's device surely exists. A VMA may hold the last
+    /// reference long after the device is gone: a process keeps its mappings when `rdma link
+    /// delete` (or any unregistration that disassociates user contexts) destroys its objects
+    /// and frees its context, so [`release`] must not touch either. (C's
+    /// rvt_release_mmap_info() reads both there.)
     fn drop(&mut self) {
+        // SAFETY: the info is live (type invariant) and so is its context, whose object is
+        // being destroyed; only its owner puts it on the list (`add_pending`).
+        unsafe {
+            let dev = Device::from_ib((*(*self.0).context).device);
+            let _list = pending(dev);
+            bindings::rdmavt_rs_list_del_init(&raw mut (*self.0).pending_mmaps);
+        }
         // SAFETY: this handle owns a reference (type invariant), given up here.
         unsafe { bindings::rdmavt_rs_kref_put(&raw mut (*self.0).ref_, Some(release)) };
     }
@@ -142,14 +155,9 @@ unsafe extern "C" fn release(kref: *mut bindings::kref) {
     // SAFETY: `kref` is the `ref` member of an `rvt_mmap_info` created by `MmapInfo::new`.
     let ip = unsafe { kref.byte_sub(offset_of!(bindings::rvt_mmap_info, ref_)) }
         .cast::<bindings::rvt_mmap_info>();
-    // SAFETY: the last reference is gone, so nobody else uses `ip`; its context's device is
-    // one of ours and still registered (contexts go before their device).
+    // SAFETY: the last reference is gone, so nobody else uses `ip`, and it is off the pending
+    // list (its owner took it off before giving up its reference).
     unsafe {
-        let dev = Device::from_ib((*(*ip).context).device);
-        {
-            let _list = pending(dev);
-            bindings::rdmavt_rs_list_del_init(&raw mut (*ip).pending_mmaps);
-        }
         bindings::vfree((*ip).obj);
         drop(KBox::from_raw(ip));
     }

@@ -5,9 +5,13 @@
 //!
 //! Each device has one IB port that is always ACTIVE with the link up. Its LID, GUID and GID
 //! follow from the device's unit number, so they are the same at every load.
+//!
+//! A device is either one of the `num_devs` devices, which rvt_loop registers at load and
+//! unregisters at unload ([`DeviceSet`]), or one that `rdma link add` made ([`Origin::Link`]),
+//! which ib_core unregisters when the user deletes it (see [`crate::link`]).
 
 use crate::{
-    bindings, callbacks, debugfs,
+    bindings, callbacks, debugfs, link,
     stats::{Counter, Counters},
     tables,
 };
@@ -60,11 +64,11 @@ const QPN_RES_END: i32 = (0x81 << 16) + 0xffff;
 ///
 /// - `rdi` is the first field, so a pointer to the `rvt_dev_info` or to its `ib_device` (the
 ///   first field of that) is a pointer to the `LoopDev`: `#[repr(C)]` keeps the order.
-/// - `unit`, `pdev`, `pkeys` and `counters` are written only before registration and after
-///   unregistration; in between only rdmavt and ib_core write `rdi` and `port`, which is why
-///   both are [`Opaque`].
-/// - C frees the memory without dropping it: `counters` is taken out before (see
-///   [`LoopDev::free`]).
+/// - `unit`, `pdev`, `pkeys`, `counters` and `finish` are written only before registration and
+///   after unregistration; in between only rdmavt and ib_core write `rdi` and `port`, which is
+///   why both are [`Opaque`].
+/// - C frees the memory without dropping it: `counters` and `finish` are taken out before (see
+///   [`LoopDev::free`] and [`LoopDev::release_unregistered`]).
 #[repr(C)]
 pub(crate) struct LoopDev {
     rdi: Opaque<bindings::rvt_dev_info>,
@@ -75,6 +79,20 @@ pub(crate) struct LoopDev {
     pdev: *mut bindings::pci_dev,
     /// rvt_loop's own counters; `None` (zeroed memory) until `init()` allocates them.
     counters: Option<Counters>,
+    /// A link device's last step, which `dealloc_driver` queues; `None` for the others.
+    finish: Option<Pin<KBox<link::Finish>>>,
+}
+
+/// Where a device comes from: its name, and who unregisters it.
+pub(crate) enum Origin<'a> {
+    /// One of the `num_devs` devices, `rvt_loop<unit>`: rvt_loop unregisters it.
+    Param,
+    /// Made by `rdma link add` under the name given: ib_core unregisters it when the user
+    /// deletes it, rvt_loop when it unloads first. `wq` runs its last step.
+    Link {
+        name: &'a CStr,
+        wq: NonNull<kernel::bindings::workqueue_struct>,
+    },
 }
 
 impl LoopDev {
@@ -164,17 +182,93 @@ impl LoopDev {
     /// `dev` came from rvt_alloc_device() and is not registered (any more); nothing else uses
     /// it, nor does anything after this call.
     unsafe fn free(dev: NonNull<Self>) {
-        // SAFETY: Nobody else reaches the device (the caller's guarantee).
-        drop(unsafe { (*dev.as_ptr()).counters.take() });
+        // SAFETY: Nobody else reaches the device (the caller's guarantee). With `finish` gone,
+        // the `dealloc_driver` that rvt_dealloc_device() calls does nothing.
+        unsafe { Self::drop_own(dev) };
         // SAFETY: The caller's guarantee; the memory goes with ib_core's last reference.
         unsafe { bindings::rvt_dealloc_device(dev.as_ptr().cast()) }
     }
 
+    /// Drops what rvt_loop allocated for the device.
+    ///
+    /// # Safety
+    ///
+    /// The device is not registered (any more) and nothing else uses it.
+    unsafe fn drop_own(dev: NonNull<Self>) {
+        // SAFETY: The caller's guarantee: the fields are ours alone.
+        let (counters, finish) = unsafe {
+            let dev = &mut *dev.as_ptr();
+            (dev.counters.take(), dev.finish.take())
+        };
+        drop((counters, finish));
+    }
+
+    /// The last step of a link device, once ib_core has unregistered it and called its
+    /// `dealloc_driver`: what `rvt_unregister_device()` frees after ib_core's unregistration
+    /// (rdmavt's QP, MR and multicast tables; its call into ib_core finds the device gone and
+    /// returns), then what rvt_loop allocated, and the port table of rvt_alloc_device(). That
+    /// table is the half of rvt_dealloc_device() that ib_core's `ib_dealloc_device()` does not
+    /// do; both rdmavt modules allocate it with kmalloc (C kzalloc_objs(), rdmavt-rs a KVec)
+    /// and free it with kfree(). The memory itself goes with the caller's device reference.
+    ///
+    /// # Safety
+    ///
+    /// `dev` was registered, ib_core has unregistered it and called `dealloc_driver`, its MAD
+    /// agent is gone ([`LoopDev::free_mad_agent`]), and the caller holds a reference to its
+    /// `struct device`. Nothing else uses it, nor does anything after this call but the
+    /// reference's put.
+    pub(crate) unsafe fn release_unregistered(dev: NonNull<Self>) {
+        let rdi = dev.as_ptr().cast::<bindings::rvt_dev_info>();
+        // SAFETY: The caller's guarantee. ib_core's unregistration is fenced: a second call
+        // returns at once once the device's refcount is 0.
+        unsafe { bindings::rvt_unregister_device(rdi) };
+        // SAFETY: As above: nothing else reaches the device.
+        unsafe { Self::drop_own(dev) };
+        // SAFETY: `ports` came from rvt_alloc_device(), with kmalloc (see above), and rdmavt
+        // is done with it.
+        unsafe { kernel::bindings::kfree((*rdi).ports.cast()) };
+    }
+
+    /// Unregisters the device's MAD agent, which rdmavt registered on its port: the part of
+    /// `rvt_unregister_device()` that must come before ib_core's unregistration, where ib_mad
+    /// frees the port the agent points into. As rdmavt's rvt_free_mad_agents() does, less the
+    /// SM AH (only hfi1 makes one) and the driver's notification (rvt_loop has none).
+    ///
+    /// # Safety
+    ///
+    /// The device is registered, and this is called once, before ib_core unregisters it.
+    pub(crate) unsafe fn free_mad_agent(&self) {
+        // SAFETY: rdmavt wrote `send_agent` at registration and reads it at unregistration
+        // only; the caller guarantees that neither runs now.
+        let agent = unsafe { core::mem::take(&mut (*self.port()).send_agent) };
+        if !agent.is_null() {
+            // SAFETY: The agent rdmavt registered on this port and nobody else unregisters.
+            unsafe { bindings::ib_unregister_mad_agent(agent) };
+        }
+    }
+
+    /// Takes the last step of a link device out, once ib_core calls `dealloc_driver`.
+    ///
+    /// # Safety
+    ///
+    /// `ibdev` is the `ib_device` of a live `LoopDev`, which ib_core has unregistered (or
+    /// which never was registered).
+    pub(crate) unsafe fn take_finish(
+        ibdev: *mut bindings::ib_device,
+    ) -> Option<Pin<KBox<link::Finish>>> {
+        // SAFETY: ib_core calls `dealloc_driver` once, after unregistration: the type
+        // invariants let us write the field then.
+        unsafe { (*ibdev.cast::<Self>()).finish.take() }
+    }
+
     /// Fills in everything that rdmavt and ib_core read from the driver at registration.
-    fn init(&mut self, unit: u32, pdev: *mut bindings::pci_dev) -> Result {
+    fn init(&mut self, unit: u32, pdev: *mut bindings::pci_dev, origin: &Origin<'_>) -> Result {
         self.unit = unit;
         self.pdev = pdev;
         self.counters = Some(Counters::new()?);
+        if let Origin::Link { wq, .. } = origin {
+            self.finish = Some(link::Finish::new(NonNull::from(&*self), *wq)?);
+        }
         let guid = self.guid();
         let port = self.port.get();
         let pkeys = self.pkeys.get().cast::<u16>();
@@ -183,10 +277,13 @@ impl LoopDev {
         // nothing else reaches the `rvt_dev_info`; rvt_alloc_device() zeroed and initialised
         // it, so a unique reference to it is valid.
         let rdi = unsafe { &mut *self.rdi.get() };
-        set_name(&mut rdi.ibdev, unit)?;
+        set_name(&mut rdi.ibdev, unit, origin)?;
         init_ibdev(&mut rdi.ibdev, guid);
         rdi.driver_f = callbacks::DRIVER_F;
         rdi.dparms = params();
+        if matches!(origin, Origin::Link { .. }) {
+            link::init_ibdev(&mut rdi.ibdev, &mut rdi.dparms.props);
+        }
         rdi.post_parms = tables::POST_PARMS.as_ptr();
         rdi.wc_opcode = tables::WC_OPCODE.as_ptr();
 
@@ -200,13 +297,21 @@ impl LoopDev {
 
 /// Names the device before registration: rdmavt registers it under the name it already has
 /// (`ib_register_device(.., dev_name(&rdi->ibdev.dev), ..)`), as hfi1_alloc_devdata() does.
-fn set_name(ibdev: &mut bindings::ib_device, unit: u32) -> Result {
+/// A name that another device has already makes ib_core refuse the registration (ENFILE).
+fn set_name(ibdev: &mut bindings::ib_device, unit: u32, origin: &Origin<'_>) -> Result {
     // `dev` is the member of the union that ib_core initialised (`coredev` begins with the
     // same `struct device`).
-    let dev = &raw mut ibdev.__bindgen_anon_1.dev;
-    // SAFETY: `dev` was initialised by rvt_alloc_device(); the format takes one unsigned int.
-    to_result(unsafe {
-        kernel::bindings::dev_set_name(dev.cast(), c"rvt_loop%u".as_char_ptr(), unit)
+    let dev = (&raw mut ibdev.__bindgen_anon_1.dev).cast();
+    to_result(match origin {
+        // SAFETY: `dev` was initialised by rvt_alloc_device(); the format takes one unsigned
+        // int.
+        Origin::Param => unsafe {
+            kernel::bindings::dev_set_name(dev, c"rvt_loop%u".as_char_ptr(), unit)
+        },
+        // SAFETY: As above; the format takes one string, and `name` is one.
+        Origin::Link { name, .. } => unsafe {
+            kernel::bindings::dev_set_name(dev, c"%s".as_char_ptr(), name.as_char_ptr())
+        },
     })
 }
 
@@ -339,10 +444,14 @@ unsafe impl Send for Registration {}
 // SAFETY: `&Registration` offers nothing at all.
 unsafe impl Sync for Registration {}
 
-impl Registration {
-    /// Allocates, fills in and registers the device `rvt_loop<unit>`, served by `pdev` (which
-    /// may be null on rdmavt-rs).
-    fn new(unit: u32, pdev: *mut bindings::pci_dev) -> Result<Self> {
+impl LoopDev {
+    /// Allocates, fills in and registers a device of unit `unit`, served by `pdev` (which may
+    /// be null on rdmavt-rs). The caller owns the registered device, as `origin` says.
+    pub(crate) fn create(
+        unit: u32,
+        pdev: *mut bindings::pci_dev,
+        origin: &Origin<'_>,
+    ) -> Result<NonNull<Self>> {
         // SAFETY: Any size of at least `rvt_dev_info` may be asked for, with one port.
         let rdi = unsafe { bindings::rvt_alloc_device(size_of::<LoopDev>(), 1) };
         let dev = NonNull::new(rdi.cast::<LoopDev>()).ok_or(ENOMEM)?;
@@ -352,12 +461,19 @@ impl Registration {
         });
 
         // SAFETY: The device was just allocated and is not registered: nobody else holds it.
-        unsafe { &mut *dev.as_ptr() }.init(unit, pdev)?;
+        unsafe { &mut *dev.as_ptr() }.init(unit, pdev, origin)?;
         // SAFETY: The device is filled in; on failure rdmavt leaves it for us to free.
         to_result(unsafe { bindings::rvt_register_device(dev.as_ptr().cast()) })?;
+        Ok(dev.dismiss())
+    }
+}
 
-        // INVARIANT: allocated and registered; the guard's ownership moves to the handle.
-        Ok(Self(dev.dismiss()))
+impl Registration {
+    /// Allocates, fills in and registers the device `rvt_loop<unit>`, served by `pdev` (which
+    /// may be null on rdmavt-rs).
+    fn new(unit: u32, pdev: *mut bindings::pci_dev) -> Result<Self> {
+        // INVARIANT: allocated and registered, and owned by nobody else.
+        Ok(Self(LoopDev::create(unit, pdev, &Origin::Param)?))
     }
 }
 
@@ -405,9 +521,9 @@ pub(crate) struct DeviceSet {
 }
 
 impl DeviceSet {
-    /// Registers `count` devices served by `pdev` (null: no PCI device).
-    pub(crate) fn new(count: u32, pdev: *mut bindings::pci_dev) -> Result<Self> {
-        let root = Dir::new(c"rvt_loop");
+    /// Registers `count` devices served by `pdev` (null: no PCI device), with their
+    /// directories under `root`.
+    pub(crate) fn new(count: u32, pdev: *mut bindings::pci_dev, root: Dir) -> Result<Self> {
         let mut devs = KVec::with_capacity(count as usize, GFP_KERNEL)?;
         for unit in 0..count {
             // On failure, the devices registered so far are dropped with `devs`.

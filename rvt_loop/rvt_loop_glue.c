@@ -2,14 +2,18 @@
 /*
  * C glue of rvt_loop.ko: the sysfs attributes of each port, which ib_sysfs.h's macros build
  * and which the shared bindings do not reach, the send engine's calls into rdmavt (ordinary
- * imports of either rdmavt module's exports, see below), and the per-CPU operations of the
- * device's counters, which are macros. Logic lives in Rust.
+ * imports of either rdmavt module's exports, see below), the per-CPU operations of the
+ * device's counters, which are macros, and the `rdma link` type with its module alias
+ * (rdma_netlink.h is not part of the shared bindings). Logic lives in Rust.
  */
 
+#include <linux/module.h>
 #include <linux/percpu.h>
 #include <linux/sysfs.h>
+#include <linux/workqueue.h>
 #include <rdma/ib_sysfs.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/rdma_netlink.h>
 #include <rdma/rdma_vt.h>
 #include <rdma/rdmavt_qp.h>
 #include <rdma/rdmavt_mr.h>
@@ -172,4 +176,37 @@ u64 rvt_loop_counters_sum(u64 __percpu *counters, u32 index)
 	for_each_possible_cpu(cpu)
 		sum += *per_cpu_ptr(&counters[index], cpu);
 	return sum;
+}
+
+/*
+ * `rdma link add NAME type rvt_loop netdev lo` and `rdma link delete NAME` (link.rs). ib_core's
+ * nldev loads this module by its alias when the type is not registered yet.
+ */
+static struct rdma_link_ops rvt_loop_link_ops = {
+	.type = "rvt_loop",
+	.newlink = rvt_loop_newlink,
+	.dellink = rvt_loop_dellink,
+};
+MODULE_ALIAS_RDMA_LINK("rvt_loop");
+
+void rvt_loop_link_register(void)
+{
+	rdma_link_register(&rvt_loop_link_ops);
+}
+
+void rvt_loop_link_unregister(void)
+{
+	rdma_link_unregister(&rvt_loop_link_ops);
+}
+
+/* Makes nldev call rvt_loop_dellink() before it unregisters @ibdev. */
+void rvt_loop_set_link_ops(struct ib_device *ibdev)
+{
+	ibdev->link_ops = &rvt_loop_link_ops;
+}
+
+/* The queue that finishes the removal of link devices; alloc_workqueue() is a macro. */
+struct workqueue_struct *rvt_loop_link_wq_alloc(void)
+{
+	return alloc_workqueue("rvt_loop_link", WQ_UNBOUND, 0);
 }

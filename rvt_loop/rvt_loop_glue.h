@@ -12,9 +12,11 @@ struct attribute_group;
 struct ib_device;
 struct ib_grh;
 struct ib_wc;
+struct net_device;
 struct rvt_mcast;
 struct rvt_qp;
 struct rvt_swqe;
+struct workqueue_struct;
 union ib_gid;
 enum ib_wc_status;
 
@@ -45,5 +47,15 @@ u64 __percpu *rvt_loop_counters_alloc(u32 n);
 void rvt_loop_counters_free(u64 __percpu *counters);
 void rvt_loop_counters_add(u64 __percpu *counters, u32 index, u64 value);
 u64 rvt_loop_counters_sum(u64 __percpu *counters, u32 index);
+
+/* Rust (link.rs): rdma_link_ops' callbacks. */
+int rvt_loop_newlink(const char *ibdev_name, struct net_device *ndev);
+int rvt_loop_dellink(struct ib_device *ibdev);
+
+/* rdma link (rvt_loop/link.rs declares them again). */
+void rvt_loop_link_register(void);
+void rvt_loop_link_unregister(void);
+void rvt_loop_set_link_ops(struct ib_device *ibdev);
+struct workqueue_struct *rvt_loop_link_wq_alloc(void);
 
 #endif /* RVT_LOOP_GLUE_H */

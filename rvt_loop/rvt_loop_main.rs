@@ -4,7 +4,10 @@
 //!
 //! It registers `num_devs` IB devices, `rvt_loop0` to `rvt_loop<num_devs-1>`, each with one
 //! ACTIVE port, and reports itself as an hfi1 (`RDMA_DRIVER_HFI1`) so that rdma-core's
-//! libhfi1verbs serves it. It runs on rdmavt-rs and on the in-tree C rdmavt alike.
+//! libhfi1verbs serves it. It runs on rdmavt-rs and on the in-tree C rdmavt alike. More
+//! devices come and go with `rdma link add NAME type rvt_loop netdev lo` and `rdma link
+//! delete NAME` ([`link`]); the first loads the module if needed (its alias,
+//! `rdma-link-rvt_loop`).
 //!
 //! The C rdmavt prints through the driver's PCI device (its log macros dereference
 //! `get_pci_dev()`), so the devices are served by a real PCI device when there is one: rvt_loop
@@ -18,6 +21,7 @@ mod bindings;
 mod callbacks;
 mod debugfs;
 mod device;
+mod link;
 mod qp;
 mod rdmavt;
 mod stats;
@@ -26,6 +30,7 @@ mod ud;
 
 use device::DeviceSet;
 use kernel::{
+    debugfs::Dir,
     device::Core,
     driver,
     ffi::c_int,
@@ -43,7 +48,8 @@ module! {
     params: {
         num_devs: u32 {
             default: 1,
-            description: "Number of loopback devices, rvt_loop0..rvt_loop<num_devs-1> (1-64)",
+            description: "Number of loopback devices, rvt_loop0..rvt_loop<num_devs-1> (0-64); \
+                          rdma link add makes more",
         },
     },
 }
@@ -59,15 +65,15 @@ const SOFT_DEVICE_MARKER: &CStr = c"rdmavt_rs_soft_device_ok";
 /// `num_devs`, checked.
 fn device_count() -> Result<u32> {
     let count = module_parameters::num_devs.value();
-    if !(1..=MAX_DEVS).contains(&count) {
-        pr_err!("num_devs={count} is out of range 1-{MAX_DEVS}\n");
+    if count > MAX_DEVS {
+        pr_err!("num_devs={count} is out of range 0-{MAX_DEVS}\n");
         return Err(EINVAL);
     }
     Ok(count)
 }
 
 /// Whether the loaded rdmavt accepts devices without a PCI device.
-fn soft_devices_ok() -> bool {
+pub(crate) fn soft_devices_ok() -> bool {
     // SAFETY: The name is a valid C string. A non-null result holds a reference on the
     // exporting module, which __symbol_put() below drops.
     let marker = unsafe { kernel::bindings::__symbol_get(SOFT_DEVICE_MARKER.as_char_ptr()) };
@@ -100,19 +106,23 @@ impl Drop for Claim {
     }
 }
 
-/// The devices and the claim on their names. Fields drop in order: the devices go first.
+/// The devices and the claim on their names. Fields drop in order: the PCI device is no
+/// longer lent to new link devices, then the devices go.
 struct Devices {
+    _serving: link::Serving,
     _devs: DeviceSet,
     _claim: Claim,
 }
 
 impl Devices {
-    /// Registers the `num_devs` devices, served by `pdev` (null: no PCI device). ENODEV when
-    /// another owner has them already.
+    /// Registers the `num_devs` devices, served by `pdev` (null: no PCI device), and lends
+    /// `pdev` to link devices. ENODEV when another owner has them already.
     fn new(pdev: *mut bindings::pci_dev) -> Result<Self> {
         let claim = Claim::take().ok_or(ENODEV)?;
+        let devs = DeviceSet::new(device_count()?, pdev, link::debugfs_root()?)?;
         Ok(Self {
-            _devs: DeviceSet::new(device_count()?, pdev)?,
+            _serving: link::serve(pdev),
+            _devs: devs,
             _claim: claim,
         })
     }
@@ -151,7 +161,9 @@ impl pci::Driver for LoopPci {
 }
 
 struct RvtLoop {
-    /// The devices when no PCI device serves them (rdmavt-rs only). Dropped first.
+    /// The link type and whatever link devices are left. Dropped first.
+    _links: link::Links,
+    /// The devices when no PCI device serves them (rdmavt-rs only).
     _soft: Option<Devices>,
     _pci: Pin<KBox<driver::Registration<pci::Adapter<LoopPci>>>>,
 }
@@ -160,6 +172,8 @@ impl kernel::Module for RvtLoop {
     fn init(module: &'static ThisModule) -> Result<Self> {
         // A bad num_devs fails the load, not only the probe.
         device_count()?;
+        // SAFETY: Once, here, before anything else of the module runs.
+        let mut links = unsafe { link::Links::init(Dir::new(c"rvt_loop")) };
         // PCI drivers probe synchronously during registration, so after this line `CLAIMED`
         // tells whether a pci-testdev took the devices.
         let pci = KBox::pin_init(driver::Registration::new(c"rvt_loop", module), GFP_KERNEL)?;
@@ -176,7 +190,10 @@ impl kernel::Module for RvtLoop {
             );
             return Err(ENODEV);
         };
+        // Last: a new link device may need the PCI device bound above.
+        links.register()?;
         Ok(RvtLoop {
+            _links: links,
             _soft: soft,
             _pci: pci,
         })
