@@ -64,10 +64,12 @@ for arg in "$@"; do
 	guest_cmd+=" $(printf %q "$arg")"
 done
 
-# pty.legacy_count=0: the config's 256 legacy BSD pty pairs are 512 devices that udev's
-# coldplug would otherwise work through at boot, and nothing here uses them.
+# kasan_multi_shot: every KASAN report, not only the first (a boot-time one, forgiven by
+# tests/splat-known, must not hide a later one). pty.legacy_count=0: the config's 256 legacy
+# BSD pty pairs are 512 devices that udev's coldplug would otherwise work through at boot, and
+# nothing here uses them.
 vng_args=(--run "$kdir" --disable-kvm --disable-microvm --cpus 2 --memory 3G
-	--append="kmemleak=on printk.devkmsg=on pty.legacy_count=0"
+	--append="kmemleak=on kasan_multi_shot printk.devkmsg=on pty.legacy_count=0"
 	--qemu-opts="-device pci-testdev")
 [ -n "$out" ] && { mkdir -p "$out"; vng_args+=(--rwdir "$out"); }
 [ -n "$network" ] && vng_args+=(--network "$network" --no-dhcp)
