@@ -14,20 +14,6 @@
 #include <unistd.h>
 #include "verbs_util.h"
 
-static struct ibv_context *open_device(const char *name)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx = NULL;
-	int i;
-
-	for (i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	if (list)
-		ibv_free_device_list(list);
-	return ctx;
-}
-
 static int to_init(struct ibv_qp *qp)
 {
 	struct ibv_qp_attr a = {
@@ -89,7 +75,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	printf("TAP version 13\n");
-	ctx = open_device(argv[argc - 1]);
+	ctx = open_device_named(argv[argc - 1]);
 	pd = ctx ? ibv_alloc_pd(ctx) : NULL;
 	mr = pd ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
 	ok = mr != NULL;

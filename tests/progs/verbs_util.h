@@ -52,18 +52,24 @@ static inline int tap_finish(void)
 	return tap_failed ? 1 : 0;
 }
 
-static inline struct ibv_context *open_test_device(void)
+/* The device called NAME, opened; NULL if there is none or it does not open. */
+static inline struct ibv_context *open_device_named(const char *name)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
 	struct ibv_context *ctx = NULL;
 	int i;
 
 	for (i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), TEST_DEVICE))
+		if (!strcmp(ibv_get_device_name(list[i]), name))
 			ctx = ibv_open_device(list[i]);
 	if (list)
 		ibv_free_device_list(list);
 	return ctx;
+}
+
+static inline struct ibv_context *open_test_device(void)
+{
+	return open_device_named(TEST_DEVICE);
 }
 
 /* RESET -> INIT -> RTR -> RTS of a UD QP on port 1; 0 or the errno of the failing step. */
