@@ -74,14 +74,6 @@ listed() {
 	return 1
 }
 
-link_up() {
-	local out
-	out=$(rdma link show "$1/1") || return 1
-	[[ $out == *"state ACTIVE physical_state LINK_UP"* ]] && return
-	echo "$out"
-	return 1
-}
-
 # The port as libhfi1verbs shows it: ACTIVE, with LID $2.
 devinfo() {
 	local out
@@ -241,7 +233,7 @@ ktap_plan 16
 [ -x "$KTAP_PROGS/link_hold" ] || ktap_msg "link_hold is not built (make test-progs)"
 
 ktap_check "rdma link add link0 type rvt_loop netdev lo loads rvt_loop by its alias" autoloads
-ktap_check "rdma link: link0/1 ACTIVE, LINK_UP" link_up link0
+ktap_check "rdma link: link0/1 ACTIVE, LINK_UP" link_active link0
 ktap_check "ibv_devinfo: link0 PORT_ACTIVE, LID 65" devinfo link0 65
 TRAFFIC_DEV=link0
 traffic_pair "ibv_rc_pingpong on link0" \

@@ -7,6 +7,7 @@
 # every point must pass on both. Leaves the system as it found it: rvt_loop unloaded, the variant's rdmavt loaded.
 set -u
 . "$(dirname "$0")/../lib/ktap.sh"
+. "$(dirname "$0")/../lib/traffic.sh"
 
 ko=$RDMAVT_RS_REPO/rvt_loop.ko
 load_err=
@@ -37,14 +38,6 @@ listed() {
 hfi1_provider_opens() {
 	ibv_devinfo -d "$1" || return 1
 	ibv_devinfo -d "$1" | grep -q 'transport:.*InfiniBand'
-}
-
-link_active() {
-	local out
-	out=$(rdma link show "$1/1") || return 1
-	[[ $out == *"state ACTIVE physical_state LINK_UP"* ]] && return
-	echo "$out"
-	return 1
 }
 
 only_devices() {

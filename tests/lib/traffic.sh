@@ -28,6 +28,16 @@ traffic_setup() {
 	trap 'rmmod rvt_loop 2>/dev/null' EXIT
 }
 
+# link_active DEV: port 1 of DEV is ACTIVE and LINK_UP in `rdma link`; otherwise says what it
+# is and fails.
+link_active() {
+	local out
+	out=$(rdma link show "$1/1") || return 1
+	[[ $out == *"state ACTIVE physical_state LINK_UP"* ]] && return
+	echo "$out"
+	return 1
+}
+
 # Whether something listens on TCP port $1 on this host.
 traffic_listening() { ss -Hltn "sport = :$1" | grep -q .; }
 
