@@ -4,6 +4,10 @@
 # Builds the rdmavt-rs test kernel into the cache and prints its build directory.
 #
 #   scripts/kernel.sh            the test kernel (scripts/kconfig/rdmavt-rs.config)
+#   KERNEL=6.12 scripts/kernel.sh    the same for the 6.12 LTS line (Debian's
+#                                linux-source-6.12 from bookworm-security; the fragment, then
+#                                scripts/kconfig/kernel-6.12.config, which adds qib), and so
+#                                on for --bench; its test kernel is cached as current-6.12
 #   scripts/kernel.sh --bench    the benchmark kernel: the same fragment, then
 #                                scripts/kconfig/bench.config (no KASAN, lockdep, kmemleak,
 #                                UBSAN, KUnit), in its own cache directory
@@ -23,8 +27,10 @@ repo=$(cd "$here/.." && pwd)
 . "$here/lib.sh"
 
 fragment=$here/kconfig/rdmavt-rs.config
-# The fragments merged in order, later ones winning; the benchmark kernel adds its own.
+# The fragments merged in order, later ones winning; the 6.12 line and the benchmark kernel add
+# their own.
 fragments=("$fragment")
+[ "$KERNEL_LINE" = 7.3 ] || fragments+=("$here/kconfig/kernel-$KERNEL_LINE.config")
 variant=
 case "${1:-}" in
 "") ;;
@@ -48,42 +54,62 @@ cache_key() {
 	} | sha256sum | cut -c1-12
 }
 
-# The Debian package that carries the source: the pinned copy beside the checkout when it is
-# there (checksum verified), otherwise downloaded by name from trixie-backports through a
-# private apt configuration that leaves the system's sources alone.
+# The Debian package that carries the source, pinned by version and checksum (lib.sh): the
+# copy beside the checkout when it is there, otherwise one downloaded by name from its suite
+# (trixie-backports for 7.3, bookworm-security for 6.12) through a private apt configuration
+# that leaves the system's sources alone, or, once the suite has moved on to a newer version,
+# straight from the suite's pool.
 fetch_source_deb() {
-	local pinned=$repo/../shared/kernel
+	local name=${KERNEL_PKG}_${KERNEL_DEB_VERSION}_all.deb
 	local deb
-	deb=$(ls "$pinned"/${KERNEL_PKG}_*_all.deb 2>/dev/null | head -1 || true)
-	if [ -n "$deb" ] && (cd "$pinned" && sha256sum --quiet -c SHA256SUMS) >&2; then
-		echo "$deb"
-		return
-	fi
+	for deb in "$repo/../shared/kernel/$name" "$CACHE_ROOT/deb/$name"; do
+		if [ -f "$deb" ] && deb_ok "$deb"; then
+			echo "$deb"
+			return
+		fi
+	done
 	local dl=$CACHE_ROOT/deb
-	deb=$(ls "$dl"/${KERNEL_PKG}_${KERNEL_VERSION}-*_all.deb 2>/dev/null | head -1 || true)
-	if [ -z "$deb" ]; then
-		log "downloading $KERNEL_PKG from trixie-backports"
-		download_with_private_apt "$dl"
-		deb=$(ls "$dl"/${KERNEL_PKG}_${KERNEL_VERSION}-*_all.deb 2>/dev/null | head -1 || true)
-		[ -n "$deb" ] || die "$KERNEL_PKG $KERNEL_VERSION not found in trixie-backports"
-	fi
-	echo "$deb"
+	log "downloading $KERNEL_PKG $KERNEL_DEB_VERSION from $KERNEL_SUITE"
+	download_with_private_apt "$dl" || download_from_pool "$dl" ||
+		die "$KERNEL_PKG $KERNEL_DEB_VERSION could not be downloaded from $KERNEL_SUITE"
+	deb_ok "$dl/$name" || die "$dl/$name does not have the recorded checksum"
+	echo "$dl/$name"
+}
+
+deb_ok() {
+	echo "$KERNEL_DEB_SHA256  $1" | sha256sum --quiet -c - >&2
+}
+
+# The Debian mirror the system already uses, for the suite's archive (debian or
+# debian-security); only the suite differs.
+suite_mirror() {
+	local uri
+	uri=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources 2>/dev/null ||
+		true)
+	[ -n "$uri" ] || uri=$(awk '/^deb / { print $2; exit }' /etc/apt/sources.list 2>/dev/null)
+	case "$uri" in
+	*/debian) echo "${uri%/debian}/$KERNEL_MIRROR_PATH" ;;
+	*) echo "http://deb.debian.org/$KERNEL_MIRROR_PATH" ;;
+	esac
 }
 
 download_with_private_apt() {
-	local dl=$1 apt=$CACHE_ROOT/apt
-	# Reuse the mirror the system already uses for Debian; only the suite differs.
-	local mirror
-	mirror=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources 2>/dev/null ||
-		true)
-	[ -n "$mirror" ] || mirror=$(awk '/^deb / { print $2; exit }' /etc/apt/sources.list)
+	local dl=$1 apt=$CACHE_ROOT/apt-$KERNEL_SUITE
 	mkdir -p "$apt/lists/partial" "$apt/archives/partial" "$dl"
-	echo "deb $mirror trixie-backports main" >"$apt/sources.list"
+	echo "deb $(suite_mirror) $KERNEL_SUITE main" >"$apt/sources.list"
 	local opts=(-o "Dir::Etc::SourceList=$apt/sources.list" -o "Dir::Etc::SourceParts=-"
 		-o "Dir::State::Lists=$apt/lists" -o "Dir::Cache::Archives=$apt/archives"
 		-o "APT::Get::List-Cleanup=0" -o "Debug::NoLocking=1")
-	apt-get -q "${opts[@]}" update >/dev/null
-	(cd "$dl" && apt-get -q "${opts[@]}" download "$KERNEL_PKG" >/dev/null)
+	apt-get -q "${opts[@]}" update >/dev/null &&
+		(cd "$dl" && apt-get -q "${opts[@]}" download "$KERNEL_PKG=$KERNEL_DEB_VERSION" >/dev/null)
+}
+
+download_from_pool() {
+	local dl=$1 src=${KERNEL_PKG#linux-source-}
+	local pool=pool/main
+	[ "$KERNEL_MIRROR_PATH" != debian-security ] || pool=pool/updates/main
+	curl -fsSL -o "$dl/${KERNEL_PKG}_${KERNEL_DEB_VERSION}_all.deb" \
+		"$(suite_mirror)/$pool/l/linux-$src/${KERNEL_PKG}_${KERNEL_DEB_VERSION}_all.deb"
 }
 
 unpack_source() {
@@ -159,7 +185,7 @@ main() {
 	# One build at a time: a second caller waits for the first and then reuses its result.
 	mkdir -p "$CACHE_ROOT/kernel"
 	# Each kernel has its own lock: a benchmark build never holds up the test kernel's users.
-	exec 9>"$CACHE_ROOT/kernel/.lock${variant:+-${variant%-}}"
+	exec 9>"$CACHE_ROOT/kernel/.lock-$KERNEL_LINE${variant:+-${variant%-}}"
 	flock 9
 	if [ ! -f "$kdir/.rdmavt-rs-built" ]; then
 		if [ ! -f "$kdir/Makefile" ]; then
@@ -172,8 +198,9 @@ main() {
 		build
 		touch "$kdir/.rdmavt-rs-built"
 	fi
-	# `current` is the test kernel: the one `make`, the tests and the reference sources use.
-	[ -n "$variant" ] || ln -sfn "$kdir" "$CACHE_ROOT/kernel/current"
+	# `current` is the test kernel: the one `make`, the tests and the reference sources use
+	# (`current-6.12` for the 6.12 line).
+	[ -n "$variant" ] || ln -sfn "$kdir" "$KERNEL_CURRENT"
 	echo "$kdir"
 }
 
