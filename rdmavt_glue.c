@@ -93,7 +93,12 @@ EXPORT_SYMBOL_GPL(rdmavt_rs_soft_device_ok);
 
 struct ib_device *rdmavt_rs_ib_alloc_device(size_t size)
 {
+#ifdef RDMAVT_RS_KERNEL_6_12
+	/* 6.12's takes no network namespace. */
+	return _ib_alloc_device(size);
+#else
 	return _ib_alloc_device(size, &init_net);
+#endif
 }
 
 const char *rdmavt_rs_dev_name(struct ib_device *ibdev)
@@ -103,7 +108,12 @@ const char *rdmavt_rs_dev_name(struct ib_device *ibdev)
 
 int rdmavt_rs_ib_no_udata_io(struct ib_udata *udata)
 {
+#ifdef RDMAVT_RS_KERNEL_6_12
+	/* 6.12 has no ib_no_udata_io(), and its C rdmavt checks no udata: neither do we. */
+	return 0;
+#else
 	return ib_no_udata_io(udata);
+#endif
 }
 
 void rdmavt_rs_rdma_destroy_ah(struct ib_ah *ah)
@@ -233,7 +243,12 @@ void rdmavt_rs_init_completion(struct completion *x)
 struct ib_umem *rdmavt_rs_ib_umem_get_va(struct ib_device *device, unsigned long addr,
 					 size_t size, int access)
 {
+#ifdef RDMAVT_RS_KERNEL_6_12
+	/* 6.12's ib_umem_get() is what 7.3 calls ib_umem_get_va(). */
+	return ib_umem_get(device, addr, size, access);
+#else
 	return ib_umem_get_va(device, addr, size, access);
+#endif
 }
 
 size_t rdmavt_rs_ib_umem_num_pages(struct ib_umem *umem)
@@ -345,7 +360,13 @@ void rdmavt_rs_qp_timers_setup(struct rvt_qp *qp, void (*rc_timeout)(struct time
 			       enum hrtimer_restart (*rnr_retry)(struct hrtimer *))
 {
 	timer_setup(&qp->s_timer, rc_timeout, 0);
+#ifdef RDMAVT_RS_KERNEL_6_12
+	/* 6.12 has no hrtimer_setup(). */
+	hrtimer_init(&qp->s_rnr_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
+	qp->s_rnr_timer.function = rnr_retry;
+#else
 	hrtimer_setup(&qp->s_rnr_timer, rnr_retry, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
+#endif
 }
 
 void rdmavt_rs_add_timer_after(struct timer_list *timer, unsigned long delta)

@@ -137,9 +137,26 @@ void rdmavt_rs_init_mcast_wait(struct rvt_mcast *mcast);
 void rdmavt_rs_mcast_wait_refs(struct rvt_mcast *mcast, int max);
 void rdmavt_rs_mcast_put(struct rvt_mcast *mcast);
 
-#endif /* RDMAVT_RS_GLUE_H */
+/* QP timers (qp/timers.rs): their set-up and arming are macros or static inlines. */
+#include <linux/hrtimer_types.h>
+struct timer_list;
 
 void rdmavt_rs_qp_timers_setup(struct rvt_qp *qp, void (*rc_timeout)(struct timer_list *),
 			       enum hrtimer_restart (*rnr_retry)(struct hrtimer *));
 void rdmavt_rs_add_timer_after(struct timer_list *timer, unsigned long delta);
 void rdmavt_rs_hrtimer_start_us(struct hrtimer *timer, u32 usecs);
+
+#ifdef RDMAVT_RS_KERNEL_6_12
+/* compat/compat_6_12.c: what 6.12's kernel crate has no Rust API or helper for. */
+#include <linux/spinlock_types.h>
+
+void rdmavt_rs_rcu_read_lock(void);
+void rdmavt_rs_rcu_read_unlock(void);
+bool rdmavt_rs_spin_trylock(spinlock_t *lock);
+unsigned long rdmavt_rs_spin_lock_irqsave(spinlock_t *lock);
+bool rdmavt_rs_spin_trylock_irqsave(spinlock_t *lock, unsigned long *flags);
+void rdmavt_rs_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
+void rdmavt_rs_warn(const char *file, int line);
+#endif
+
+#endif /* RDMAVT_RS_GLUE_H */

@@ -8,6 +8,7 @@
 
 mod ah;
 mod bindings;
+mod compat;
 mod cq;
 mod device;
 mod krwq;
@@ -26,10 +27,21 @@ mod trace;
 
 use kernel::prelude::*;
 
+#[cfg(not(rdmavt_kernel_6_12))]
 module! {
     type: Rdmavt,
     name: "rdmavt",
     authors: ["rdmavt-rs developers"],
+    description: "RDMA verbs transport library (Rust)",
+    license: "GPL",
+}
+
+// 6.12's `module!` knows one `author`, not a list.
+#[cfg(rdmavt_kernel_6_12)]
+module! {
+    type: Rdmavt,
+    name: "rdmavt",
+    author: "rdmavt-rs developers",
     description: "RDMA verbs transport library (Rust)",
     license: "GPL",
 }

@@ -2,7 +2,9 @@
 
 //! Address handles: `struct rvt_ah`, validated by rdmavt and then by the driver.
 
-use kernel::{ffi::c_int, prelude::*, sync::lock::spinlock::SpinLockIrqBackend};
+use kernel::{ffi::c_int, prelude::*};
+
+use crate::compat::lock::SpinLockIrqBackend;
 
 use crate::{bindings, device::Device, lock::Guarded, macros::c_export};
 
@@ -91,7 +93,7 @@ pub(crate) unsafe extern "C" fn create_ah(
     {
         let mut count = ah_count(dev);
         // As in C, the signed count compares as unsigned with the limit.
-        if *count as u32 == dev.dparms().props.max_ah {
+        if *count as u32 == crate::device::limit(dev.dparms().props.max_ah) {
             return ENOMEM.to_errno();
         }
         *count += 1;

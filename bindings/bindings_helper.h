@@ -19,3 +19,6 @@
 
 /* The trace events, without CREATE_TRACE_POINTS: their __tracepoint_* and rust_do_trace_*. */
 #include "trace/trace.h"
+#ifdef RDMAVT_RS_KERNEL_6_12
+#include "compat/trace_6_12.h"
+#endif

@@ -23,6 +23,9 @@
     unsafe_op_in_unsafe_fn
 )]
 
+#[cfg(rdmavt_kernel_6_12)]
+use kernel::init::Zeroable;
+#[cfg(not(rdmavt_kernel_6_12))]
 use pin_init::{MaybeZeroable, Zeroable};
 
 // The kernel's parameters blocklist these so that they map to the Rust pointer-sized types.
@@ -31,8 +34,9 @@ type __kernel_ssize_t = isize;
 type __kernel_ptrdiff_t = isize;
 
 // The trace events' `__tracepoint_*` are the kernel crate's `struct tracepoint`, so that
-// `kernel::jump_label::static_branch_unlikely!` can test their keys (see trace/mod.rs).
-#[cfg(CONFIG_TRACEPOINTS)]
+// `kernel::jump_label::static_branch_unlikely!` can test their keys (see trace/mod.rs). 6.12's
+// kernel crate has neither: there our bindings have their own `tracepoint`.
+#[cfg(all(CONFIG_TRACEPOINTS, not(rdmavt_kernel_6_12)))]
 use kernel::bindings::tracepoint;
 
 // SAFETY: `__BindgenBitfieldUnit<Storage>` is a newtype around `Storage`, so all zeroes is a

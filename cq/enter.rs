@@ -4,7 +4,9 @@
 
 use core::{mem::offset_of, ptr};
 
-use kernel::{prelude::*, sync::atomic::Relaxed};
+use kernel::prelude::*;
+
+use crate::compat::atomic::Relaxed;
 
 use super::{Cq, COMP_WQ};
 use crate::{bindings, macros::c_export, trace};

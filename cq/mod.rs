@@ -10,17 +10,19 @@ mod enter;
 mod ring;
 mod verbs;
 
-pub(crate) use verbs::{create_cq, destroy_cq, poll_cq, req_notify_cq, resize_cq};
+#[cfg(not(rdmavt_kernel_6_12))]
+pub(crate) use verbs::resize_cq;
+#[cfg(rdmavt_kernel_6_12)]
+pub(crate) use verbs::resize_cq_signed;
+pub(crate) use verbs::{create_cq, destroy_cq, poll_cq, req_notify_cq};
 
 use core::ptr;
 
-use kernel::{
-    prelude::*,
-    sync::{
-        atomic::{Atomic, Relaxed},
-        lock::{spinlock::SpinLockIrqBackend, Guard},
-    },
-    types::Opaque,
+use kernel::{prelude::*, types::Opaque};
+
+use crate::compat::{
+    atomic::{Atomic, Relaxed},
+    lock::{Guard, SpinLockIrqBackend},
 };
 
 use crate::{bindings, lock::c_lock};

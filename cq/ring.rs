@@ -12,10 +12,9 @@
 
 use core::{ffi::c_void, mem::size_of};
 
-use kernel::{
-    prelude::*,
-    sync::atomic::{Acquire, Atomic, Release},
-};
+use kernel::{ffi::c_int, prelude::*};
+
+use crate::compat::atomic::{Acquire, Atomic, Release};
 
 use crate::bindings;
 

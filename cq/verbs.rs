@@ -6,8 +6,9 @@ use kernel::{
     error::to_result,
     ffi::{c_int, c_uint},
     prelude::*,
-    sync::lock::spinlock::SpinLockIrqBackend,
 };
+
+use crate::compat::lock::SpinLockIrqBackend;
 
 use super::{enter, ring::Ring, Cq};
 use crate::{bindings, device::Device, lock::Guarded, mmap::MmapInfo, trace};
@@ -45,7 +46,7 @@ fn reply_offset(udata: *mut bindings::ib_udata, info: &MmapInfo) -> Result {
 /// Counts a new CQ against the driver's `max_cq`.
 fn count_new(dev: &Device) -> Result {
     let mut count = cq_count(dev);
-    if *count == dev.dparms().props.max_cq {
+    if *count == crate::device::limit(dev.dparms().props.max_cq) {
         return Err(ENOMEM);
     }
     *count += 1;
@@ -93,10 +94,10 @@ fn create(
     udata: *mut bindings::ib_udata,
 ) -> Result {
     if attr.flags != 0 {
-        return Err(EOPNOTSUPP);
+        return Err(crate::compat::eopnotsupp());
     }
     let entries = attr.cqe;
-    if entries < 1 || entries > dev.dparms().props.max_cqe {
+    if entries < 1 || entries > crate::device::limit(dev.dparms().props.max_cqe) {
         return Err(EINVAL);
     }
     // SAFETY: `ibdev` of a registered device; num_comp_vectors is at least 1 (registration).
@@ -256,8 +257,25 @@ pub(crate) unsafe extern "C" fn resize_cq(
     }
 }
 
+/// `resize_cq` on 6.12, whose count is signed: as [`resize_cq`].
+///
+/// # Safety
+///
+/// As [`resize_cq`].
+#[cfg(rdmavt_kernel_6_12)]
+pub(crate) unsafe extern "C" fn resize_cq_signed(
+    ibcq: *mut bindings::ib_cq,
+    cqe: c_int,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    // A negative count is out of range as a huge one is: -EINVAL, as C.
+    let cqe = c_uint::try_from(cqe).unwrap_or(c_uint::MAX);
+    // SAFETY: the caller's guarantee.
+    unsafe { resize_cq(ibcq, cqe, udata) }
+}
+
 fn resize(cq: &Cq, dev: &Device, cqe: u32, udata: *mut bindings::ib_udata) -> Result {
-    if cqe > dev.dparms().props.max_cqe {
+    if cqe > crate::device::limit(dev.dparms().props.max_cqe) {
         return Err(EINVAL);
     }
     // The ring keeps the kind it was created with: mapped when the CQ has mmap info. A reply
@@ -274,7 +292,13 @@ fn resize(cq: &Cq, dev: &Device, cqe: u32, udata: *mut bindings::ib_udata) -> Re
     if user {
         let mut zero = 0u64;
         // SAFETY: `udata` is valid with room for a u64.
+        #[cfg(not(rdmavt_kernel_6_12))]
         let replied = unsafe { bindings::_ib_respond_udata(udata, (&raw mut zero).cast(), 8) };
+        // 6.12 has no ib_respond_udata() (7.x): ib_copy_to_udata(), as 6.12's C rdmavt.
+        // SAFETY: as above.
+        #[cfg(rdmavt_kernel_6_12)]
+        let replied =
+            unsafe { bindings::rdmavt_rs_ib_copy_to_udata(udata, (&raw mut zero).cast(), 8) };
         if let Err(e) = to_result(replied) {
             // SAFETY: nothing else has seen the new ring.
             unsafe { ring.free() };

@@ -64,7 +64,7 @@ fn alloc_ports(n: usize) -> Result<*mut *mut bindings::rvt_ibport> {
         return Ok(ptr::null_mut());
     }
     let mut ports = KVec::with_capacity(n, GFP_KERNEL)?;
-    ports.resize(n, ptr::null_mut(), GFP_KERNEL)?;
+    ports.extend_with(n, ptr::null_mut(), GFP_KERNEL)?;
     let (ptr, _len, _cap) = ports.into_raw_parts();
     Ok(ptr)
 }

@@ -30,7 +30,6 @@
 use core::ptr;
 
 use kernel::{
-    container_of,
     error::{from_err_ptr, to_result},
     ffi::{c_int, c_void},
     prelude::*,
@@ -40,6 +39,7 @@ use kernel::{
 use super::{Device, Port};
 use crate::{
     bindings,
+    compat::container_of,
     qp::{AllLocks, Locked, PostGuard, Qp, QpDev, RecvGuard, SendGuard},
 };
 
@@ -135,7 +135,7 @@ impl Driver {
         let callback = callback?;
         let mine = ptr::eq(qp.device().as_raw(), self.rdi())
             && held.iter().all(|&locked| ptr::eq(locked, qp.as_raw()));
-        if kernel::warn_on!(!mine) {
+        if crate::compat::warn_on!(!mine) {
             return None;
         }
         Some(callback)
@@ -261,12 +261,16 @@ impl Driver {
         uctx: *mut bindings::ib_ucontext,
         udata: *mut bindings::ib_udata,
     ) -> c_int {
-        match self.table().alloc_ucontext {
+        // 6.12's table has no user-context callbacks (hfi1 moved its user contexts into them
+        // after 6.12): there is never one to call.
+        #[cfg(not(rdmavt_kernel_6_12))]
+        if let Some(alloc) = self.table().alloc_ucontext {
             // SAFETY: ib_core's objects of this device (caller's guarantee), from its verb, as
             // C calls it.
-            Some(alloc) => unsafe { alloc(uctx, udata) },
-            None => 0,
+            return unsafe { alloc(uctx, udata) };
         }
+        let _ = (uctx, udata);
+        0
     }
 
     /// `dealloc_ucontext`; nothing when absent.
@@ -275,11 +279,13 @@ impl Driver {
     ///
     /// `uctx` is what ib_core passed to the `dealloc_ucontext` verb of this device.
     pub(crate) unsafe fn dealloc_ucontext(&self, uctx: *mut bindings::ib_ucontext) {
+        #[cfg(not(rdmavt_kernel_6_12))]
         if let Some(dealloc) = self.table().dealloc_ucontext {
             // SAFETY: ib_core's context of this device (caller's guarantee), from its verb, as
             // C calls it.
             unsafe { dealloc(uctx) };
         }
+        let _ = uctx;
     }
 
     /// `mmap` of an offset in the driver's own range: what the driver returns, passed on
@@ -293,12 +299,14 @@ impl Driver {
         context: *mut bindings::ib_ucontext,
         vma: *mut bindings::vm_area_struct,
     ) -> c_int {
-        match self.table().mmap {
+        #[cfg(not(rdmavt_kernel_6_12))]
+        if let Some(mmap) = self.table().mmap {
             // SAFETY: ib_core's objects of this device (caller's guarantee), from its verb
             // with the mm's `mmap_lock` held, as C calls it.
-            Some(mmap) => unsafe { mmap(context, vma) },
-            None => EINVAL.to_errno(),
+            return unsafe { mmap(context, vma) };
         }
+        let _ = (context, vma);
+        EINVAL.to_errno()
     }
 }
 

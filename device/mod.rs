@@ -26,6 +26,32 @@ use crate::bindings;
 #[repr(transparent)]
 pub(crate) struct Device(Opaque<bindings::rvt_dev_info>);
 
+/// A limit of `ib_device_attr` (`max_qp`, `max_cqe`, ...) as a `u32`. They are `u32` on 7.3;
+/// 6.12 has `int`, where a negative limit, which no driver sets, allows nothing.
+pub(crate) fn limit<T: TryInto<u32>>(v: T) -> u32 {
+    v.try_into().unwrap_or(0)
+}
+
+/// `v` as a limit of `ib_device_attr`: itself on 7.3; on 6.12 an `int`, the largest one when
+/// `v` is beyond it.
+pub(crate) fn to_limit<T: TryFrom<u32> + Bounded>(v: u32) -> T {
+    T::try_from(v).unwrap_or(T::MAX)
+}
+
+/// The integer types of `ib_device_attr`'s limits, with their largest value.
+pub(crate) trait Bounded {
+    /// The largest value.
+    const MAX: Self;
+}
+
+impl Bounded for u32 {
+    const MAX: Self = u32::MAX;
+}
+
+impl Bounded for i32 {
+    const MAX: Self = i32::MAX;
+}
+
 /// One port of a device: the driver's `struct rvt_ibport`.
 #[repr(transparent)]
 pub(crate) struct Port(Opaque<bindings::rvt_ibport>);

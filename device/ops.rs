@@ -83,7 +83,11 @@ pub(crate) static RVT_DEV_OPS: Ops = Ops(bindings::ib_device_ops {
     query_port: Some(query::query_port),
     query_qp: Some(qp::query_qp),
     req_notify_cq: Some(cq::req_notify_cq),
+    // 6.12 names it `resize_cq`, with a signed count.
+    #[cfg(not(rdmavt_kernel_6_12))]
     resize_user_cq: Some(cq::resize_cq),
+    #[cfg(rdmavt_kernel_6_12)]
+    resize_cq: Some(cq::resize_cq_signed),
     reg_user_mr: Some(mr::reg_user_mr),
 
     // No size_ib_mr: as in C, the MR verbs allocate `struct rvt_mr` themselves.

@@ -56,7 +56,7 @@ pub(crate) unsafe extern "C" fn modify_device(
     _mask: c_int,
     _modify: *mut bindings::ib_device_modify,
 ) -> c_int {
-    EOPNOTSUPP.to_errno()
+    crate::compat::eopnotsupp().to_errno()
 }
 
 /// `query_port`: what rdmavt keeps of the port, then the driver fills in the link state.

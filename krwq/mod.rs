@@ -10,7 +10,7 @@
 
 mod post;
 pub(crate) mod ring;
-#[cfg(CONFIG_KUNIT)]
+#[cfg(rdmavt_kunit)]
 mod tests;
 
 pub(crate) use post::{post, post_result};

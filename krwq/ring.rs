@@ -19,9 +19,9 @@
 
 use core::{marker::PhantomData, mem::size_of, ptr};
 
-use kernel::sync::{
+use crate::compat::{
     atomic::{Acquire, Atomic, Relaxed, Release},
-    lock::{spinlock::SpinLockIrqBackend, Guard},
+    lock::{Guard, SpinLockIrqBackend},
 };
 
 use crate::bindings;

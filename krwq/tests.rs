@@ -9,12 +9,9 @@ use kernel::prelude::*;
 mod suite {
     use core::ffi::c_void;
 
-    use kernel::{
-        ffi::c_int,
-        prelude::*,
-        sync::atomic::{Atomic, Relaxed},
-        types::Opaque,
-    };
+    use kernel::{ffi::c_int, prelude::*, types::Opaque};
+
+    use crate::compat::atomic::{Atomic, Relaxed};
 
     use crate::{
         bindings,

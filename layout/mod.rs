@@ -8,7 +8,9 @@
 //! drivers with is memory corruption. Both tables are generated from the headers at build time
 //! by `scripts/gen_layout.py`; the KUnit suite below compares them entry by entry.
 
-use kernel::{ffi::c_char, prelude::*, str::CStr};
+use core::ffi::CStr;
+
+use kernel::{ffi::c_char, prelude::*};
 
 use crate::bindings;
 
@@ -27,7 +29,7 @@ impl Entry {
 
 include!("layout_generated.rs");
 
-#[cfg(CONFIG_KUNIT)]
+#[cfg(rdmavt_kunit)]
 mod tests;
 
 /// The C compiler's table, compiled into the C glue from the same generated list.
@@ -47,7 +49,12 @@ fn c_name(entry: &bindings::rdmavt_rs_layout_entry) -> &'static CStr {
     let name: *const c_char = entry.name;
     // SAFETY: every entry's name is a string literal in rdmavt_glue.c, NUL-terminated and
     // immutable for the life of the module.
-    unsafe { CStr::from_char_ptr(name) }
+    unsafe { crate::compat::c_str_from_ptr(name) }
+}
+
+/// An entry's name, printable (the names are ASCII).
+fn text(name: &CStr) -> &str {
+    name.to_str().unwrap_or("?")
 }
 
 /// The entries where the two views disagree, each reported with both values; returns how many.
@@ -66,12 +73,17 @@ pub(crate) fn mismatches() -> usize {
         if rust.name != c_name(c) {
             pr_err!(
                 "layout: entry {} in Rust is {} in C\n",
-                rust.name,
-                c_name(c)
+                text(rust.name),
+                text(c_name(c))
             );
             bad += 1;
         } else if rust.value != c.value {
-            pr_err!("layout: {}: Rust {} C {}\n", rust.name, rust.value, c.value);
+            pr_err!(
+                "layout: {}: Rust {} C {}\n",
+                text(rust.name),
+                rust.value,
+                c.value
+            );
             bad += 1;
         }
     }

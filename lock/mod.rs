@@ -12,17 +12,16 @@
 //! out what its lock protects.
 
 use core::{
+    ffi::CStr,
     marker::PhantomData,
     ops::{Deref, DerefMut},
     pin::Pin,
 };
 
-use kernel::{
-    str::{CStr, CStrExt},
-    sync::{
-        lock::{spinlock::SpinLockBackend, Backend, Guard, Lock},
-        LockClassKey,
-    },
+use crate::compat::{
+    self,
+    lock::{Backend, Guard, Lock, SpinLockBackend},
+    LockClassKey,
 };
 
 use crate::bindings;
@@ -114,13 +113,13 @@ pub(crate) unsafe fn init_spinlock(
     key: Pin<&'static LockClassKey>,
 ) {
     // SAFETY: the caller guarantees `lock` is valid and unused; `name` and `key` are static.
-    unsafe { SpinLockBackend::init(lock.cast(), name.as_char_ptr(), key.as_ptr()) }
+    unsafe { SpinLockBackend::init(lock.cast(), compat::c_str_ptr(name), key.as_ptr()) }
 }
 
 /// `spin_lock_init()`: one lockdep class per call site, named after the lock, as in C.
 macro_rules! spin_lock_init {
     ($lock:expr, $name:literal) => {
-        $crate::lock::init_spinlock($lock, $name, ::kernel::static_lock_class!())
+        $crate::lock::init_spinlock($lock, $name, $crate::compat::static_lock_class!())
     };
 }
 pub(crate) use spin_lock_init;

@@ -36,10 +36,10 @@ mod aeth;
 mod responder;
 mod ruc;
 mod sge;
-#[cfg(CONFIG_KUNIT)]
+#[cfg(rdmavt_kunit)]
 mod tests;
 
-use kernel::sync::{
+use crate::compat::{
     atomic::{Atomic, Relaxed},
     rcu,
 };

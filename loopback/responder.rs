@@ -7,10 +7,9 @@
 
 use core::ptr;
 
-use kernel::{
-    ffi::c_int,
-    sync::atomic::{Atomic, Full},
-};
+use kernel::ffi::c_int;
+
+use crate::compat::atomic::{Atomic, Full};
 
 use super::{
     count,
@@ -457,7 +456,7 @@ impl Responder<'_, '_, '_> {
             }
             let ss = self.busy.s_sge_mut();
             let len = sge_length(&ss.sge, left);
-            if kernel::warn_on!(len == 0) {
+            if crate::compat::warn_on!(len == 0) {
                 break;
             }
             let src = ss.sge.vaddr.cast::<u8>();

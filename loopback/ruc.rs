@@ -5,7 +5,7 @@
 //! the WQE the responder step handled (or the RNR timer armed for it, or the error state) and
 //! the choice of the next WQE, marked in progress.
 
-use kernel::sync::rcu;
+use crate::compat::rcu;
 
 use super::{count, Delivery};
 use crate::{

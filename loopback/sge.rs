@@ -94,7 +94,7 @@ pub(super) unsafe fn update_sge(ss: &mut bindings::rvt_sge_state, len: u32, rele
 pub(super) unsafe fn skip_sge(ss: &mut bindings::rvt_sge_state, mut length: u32, release: bool) {
     while length != 0 {
         let len = sge_length(&ss.sge, length);
-        if kernel::warn_on!(len == 0) {
+        if crate::compat::warn_on!(len == 0) {
             return;
         }
         // SAFETY: the caller's guarantee; `len` fits the current segment.
@@ -189,7 +189,7 @@ pub(super) unsafe fn copy_run(
 ) -> u32 {
     while length != 0 {
         let len = sge_length(&ss.sge, length);
-        if kernel::warn_on!(len == 0) {
+        if crate::compat::warn_on!(len == 0) {
             break;
         }
         // SAFETY: the current segment has `len` bytes left (`sge_length`), `data` has

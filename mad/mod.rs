@@ -5,7 +5,7 @@
 //! MAD processing itself (`process_mad`) differs too much between hfi1 and qib to be shared:
 //! as in C, rdmavt leaves that verb to the driver.
 
-use kernel::prelude::*;
+use kernel::ffi::c_int;
 
 use crate::{bindings, device::Device};
 

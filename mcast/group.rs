@@ -6,12 +6,11 @@
 
 use core::ptr::NonNull;
 
-use kernel::{
-    prelude::*,
-    sync::{
-        aref::ARef,
-        atomic::{Atomic, Relaxed},
-    },
+use kernel::prelude::*;
+
+use crate::compat::{
+    aref::ARef,
+    atomic::{Atomic, Relaxed},
 };
 
 use crate::{bindings, qp::Qp};

@@ -22,7 +22,7 @@
 //! drops it first); hfi1 takes a QP's `r_lock` while walking a group, holding neither.
 
 mod group;
-#[cfg(CONFIG_KUNIT)]
+#[cfg(rdmavt_kunit)]
 mod tests;
 mod tree;
 mod verbs;
@@ -67,8 +67,8 @@ fn groups(dev: &Device) -> GroupCount<'_> {
 fn limits(dev: &Device) -> Limits {
     let props = &dev.dparms().props;
     Limits {
-        groups: props.max_mcast_grp,
-        qps_per_group: props.max_mcast_qp_attach,
+        groups: crate::device::limit(props.max_mcast_grp),
+        qps_per_group: crate::device::limit(props.max_mcast_qp_attach),
     }
 }
 

@@ -12,7 +12,9 @@ mod suite {
         tree::{AttachError, Attached, GroupCount, Limits, NotAttached, Tree},
     };
     use crate::{bindings, lock::spin_lock_init, qp::Qp};
-    use kernel::{prelude::*, sync::atomic::Relaxed};
+    use kernel::prelude::*;
+
+    use crate::compat::atomic::Relaxed;
 
     /// A zeroed C struct on the heap (too big for the stack, for `rvt_qp`).
     fn zeroed_box<T>() -> KBox<T> {

@@ -5,7 +5,9 @@
 
 use core::{cmp::Ordering, marker::PhantomData, ptr};
 
-use kernel::{prelude::*, sync::lock::spinlock::SpinLockIrqBackend};
+use kernel::prelude::*;
+
+use crate::compat::lock::SpinLockIrqBackend;
 
 use super::group::{self, gid_bytes, group_of, member_of, Group, Member};
 use crate::{bindings, lock::Guarded};
@@ -99,7 +101,7 @@ pub(crate) struct Detached {
 impl Detached {
     /// Whether the QP was the group's last member, so that the group left the tree (for the
     /// KUnit suite).
-    #[cfg(CONFIG_KUNIT)]
+    #[cfg(rdmavt_kunit)]
     pub(crate) fn was_last(&self) -> bool {
         self.last
     }
@@ -121,7 +123,7 @@ impl Detached {
         // SAFETY: the group is out of the tree (type invariant): drop the tree's reference and
         // wait for the last walkers; then the group is ours alone.
         unsafe {
-            group::refs(m).add(-1, kernel::sync::atomic::Relaxed);
+            group::refs(m).add(-1, crate::compat::atomic::Relaxed);
             group::wait_walkers(m, 0);
             drop(Group::from_raw(m));
         }
@@ -170,7 +172,7 @@ impl<'a> Tree<'a> {
     }
 
     /// Whether no group is in the tree (for the KUnit suite).
-    #[cfg(CONFIG_KUNIT)]
+    #[cfg(rdmavt_kunit)]
     pub(crate) fn is_empty(&self) -> bool {
         // SAFETY: `root` is valid and its lock held (type invariant).
         unsafe { (*self.root).rb_node.is_null() }

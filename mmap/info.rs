@@ -9,7 +9,9 @@
 
 use core::{ffi::c_void, mem::offset_of};
 
-use kernel::{page::PAGE_SIZE, prelude::*, sync::lock::spinlock::SpinLockIrqBackend};
+use kernel::{page::PAGE_SIZE, prelude::*};
+
+use crate::compat::lock::SpinLockIrqBackend;
 
 use crate::{bindings, device::Device, lock::Guarded};
 

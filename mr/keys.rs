@@ -10,7 +10,9 @@
 
 use core::ptr;
 
-use kernel::{ffi::c_int, prelude::*, sync::rcu};
+use kernel::{ffi::c_int, prelude::*};
+
+use crate::compat::rcu;
 
 use super::{
     lkey::{self, LkeyTable},
@@ -85,7 +87,7 @@ fn find(
     table: &LkeyTable,
     key: u32,
     pd: *mut bindings::ib_pd,
-) -> Option<kernel::sync::aref::ARef<Mregion>> {
+) -> Option<crate::compat::aref::ARef<Mregion>> {
     let mr = {
         let rcu = rcu::read_lock();
         table.lookup(key, &rcu)?.reference()

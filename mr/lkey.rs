@@ -20,14 +20,16 @@
 use core::{alloc::Layout, ptr::NonNull};
 
 use kernel::{
-    alloc::{allocator::Vmalloc, flags, Allocator, NumaNode},
+    alloc::{allocator::Vmalloc, flags, Allocator},
     prelude::*,
-    sync::{
-        atomic::{Atomic, Relaxed, Release},
-        lock::{spinlock::SpinLockIrqBackend, Guard},
-        rcu,
-    },
     types::Opaque,
+};
+
+use crate::compat::{
+    self,
+    atomic::{Atomic, Relaxed, Release},
+    lock::{Guard, SpinLockIrqBackend},
+    rcu,
 };
 
 use super::region::Mregion;
@@ -314,9 +316,8 @@ pub(crate) unsafe fn driver_init(dev: &Device) -> Result {
     }
     let max = 1u32 << bits;
     let layout = Layout::array::<*mut bindings::rvt_mregion>(max as usize).map_err(|_| ENOMEM)?;
-    let nid = NumaNode::new(dev.dparms().node).unwrap_or(NumaNode::NO_NODE);
-    let table =
-        Vmalloc::alloc(layout, flags::GFP_KERNEL, nid)?.cast::<*mut bindings::rvt_mregion>();
+    let table = compat::alloc_on_node::<Vmalloc>(layout, flags::GFP_KERNEL, dev.dparms().node)?
+        .cast::<*mut bindings::rvt_mregion>();
     // SAFETY: unregistered device: these fields are ours; `table` has `max` slots, which start
     // out empty (RCU_INIT_POINTER(..., NULL) in C).
     unsafe {
@@ -327,7 +328,7 @@ pub(crate) unsafe fn driver_init(dev: &Device) -> Result {
         }
         (*rdi).lkey_table.table = table.as_ptr();
         (*rdi).dma_mr = core::ptr::null_mut();
-        (*rdi).dparms.props.max_mr = max;
+        (*rdi).dparms.props.max_mr = crate::device::to_limit(max);
     }
     Ok(())
 }

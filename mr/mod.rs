@@ -12,7 +12,7 @@
 mod keys;
 mod lkey;
 mod region;
-#[cfg(CONFIG_KUNIT)]
+#[cfg(rdmavt_kunit)]
 mod tests;
 mod verbs;
 
@@ -23,11 +23,13 @@ use core::{
 };
 
 use kernel::{
-    alloc::{allocator::Kmalloc, flags, Allocator, NumaNode},
+    alloc::{allocator::Kmalloc, flags},
     ffi::c_int,
     prelude::*,
     types::{Opaque, ScopeGuard},
 };
+
+use crate::compat;
 
 use crate::{bindings, device::Device};
 
@@ -118,10 +120,10 @@ impl NewMr {
             .and_then(|size| Layout::from_size_align(size, core::mem::align_of::<RvtMr>()).ok())
             .ok_or(ENOMEM)?;
         // C allocates the rvt_mr with plain kzalloc, on no particular node.
-        let mr = Kmalloc::alloc(
+        let mr = compat::alloc_on_node::<Kmalloc>(
             layout,
             flags::GFP_KERNEL | flags::__GFP_ZERO,
-            NumaNode::NO_NODE,
+            kernel::bindings::NUMA_NO_NODE,
         )?
         .cast::<RvtMr>();
         // SAFETY: `mr` came from kmalloc just now and nobody else has seen it.

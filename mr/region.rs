@@ -14,16 +14,18 @@ use core::{
 };
 
 use kernel::{
-    alloc::{allocator::Kmalloc, flags, Allocator, NumaNode},
+    alloc::{allocator::Kmalloc, flags},
     error::to_result,
     ffi::c_int,
     page::PAGE_SIZE,
     prelude::*,
-    sync::{
-        aref::{ARef, AlwaysRefCounted},
-        atomic::{Atomic, Relaxed},
-    },
     types::Opaque,
+};
+
+use crate::compat::{
+    self,
+    aref::{ARef, AlwaysRefCounted},
+    atomic::{Atomic, Relaxed},
 };
 
 use crate::bindings;
@@ -230,12 +232,11 @@ impl Mregion {
     /// As for [`Mregion::init`].
     unsafe fn alloc_map(mr: *mut bindings::rvt_mregion, count: c_int, node: c_int) -> Result {
         let m = segarrays(count).ok_or(ENOMEM)?;
-        let nid = NumaNode::new(node).unwrap_or(NumaNode::NO_NODE);
         for i in 0..m {
-            let array = Kmalloc::alloc(
+            let array = compat::alloc_on_node::<Kmalloc>(
                 Layout::new::<bindings::rvt_segarray>(),
                 flags::GFP_KERNEL | flags::__GFP_ZERO,
-                nid,
+                node,
             )?;
             // SAFETY: `i < m`, within the map (caller's guarantee); the region is ours.
             unsafe {

@@ -8,9 +8,10 @@ use kernel::{
     ffi::{c_int, c_uint},
     page::{PAGE_SHIFT, PAGE_SIZE},
     prelude::*,
-    sync::rcu,
     time::msecs_to_jiffies,
 };
+
+use crate::compat::rcu;
 
 use super::{
     lkey,
@@ -51,11 +52,13 @@ pub(crate) unsafe extern "C" fn get_dma_mr(
 }
 
 /// `reg_user_mr`: pins `length` bytes of user memory at `start` and maps them page by page;
-/// `virt_addr` is the address rkeys use for it.
+/// `virt_addr` is the address rkeys use for it. A DMA handle (`dmah`, since 6.17) is not
+/// supported.
 ///
 /// # Safety
 ///
 /// Called by ib_core with a live PD of one of our devices, from the registering process.
+#[cfg(not(rdmavt_kernel_6_12))]
 pub(crate) unsafe extern "C" fn reg_user_mr(
     pd: *mut bindings::ib_pd,
     start: u64,
@@ -66,8 +69,42 @@ pub(crate) unsafe extern "C" fn reg_user_mr(
     _udata: *mut bindings::ib_udata,
 ) -> *mut bindings::ib_mr {
     if !dmah.is_null() {
-        return EOPNOTSUPP.to_ptr();
+        return crate::compat::eopnotsupp().to_ptr();
     }
+    // SAFETY: the caller's guarantee.
+    unsafe { reg_user(pd, start, length, virt_addr, mr_access_flags) }
+}
+
+/// `reg_user_mr` before 6.17, which has no DMA handle: as above.
+///
+/// # Safety
+///
+/// As above.
+#[cfg(rdmavt_kernel_6_12)]
+pub(crate) unsafe extern "C" fn reg_user_mr(
+    pd: *mut bindings::ib_pd,
+    start: u64,
+    length: u64,
+    virt_addr: u64,
+    mr_access_flags: c_int,
+    _udata: *mut bindings::ib_udata,
+) -> *mut bindings::ib_mr {
+    // SAFETY: the caller's guarantee.
+    unsafe { reg_user(pd, start, length, virt_addr, mr_access_flags) }
+}
+
+/// The `reg_user_mr` verb of both kernel lines.
+///
+/// # Safety
+///
+/// As `reg_user_mr`.
+unsafe fn reg_user(
+    pd: *mut bindings::ib_pd,
+    start: u64,
+    length: u64,
+    virt_addr: u64,
+    mr_access_flags: c_int,
+) -> *mut bindings::ib_mr {
     if length == 0 {
         return EINVAL.to_ptr();
     }

@@ -34,7 +34,7 @@ pub(crate) unsafe extern "C" fn alloc_pd(
     {
         let mut count = pd_count(dev);
         // As in C, the signed count compares as unsigned with the limit.
-        if *count as u32 == dev.dparms().props.max_pd {
+        if *count as u32 == crate::device::limit(dev.dparms().props.max_pd) {
             return ENOMEM.to_errno();
         }
         *count += 1;

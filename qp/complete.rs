@@ -4,7 +4,9 @@
 //! responder's events (`rvt_comm_est`, `rvt_rc_error`), and dropping a QP's references to a
 //! memory region that is being deregistered (`rvt_qp_mr_clean`).
 
-use kernel::{ffi::c_int, prelude::*, sync::aref::ARef};
+use kernel::{ffi::c_int, prelude::*};
+
+use crate::compat::aref::ARef;
 
 use super::{error::ErrorOutcome, state_ops, PostGuard, Qp, RecvGuard, SendGuard};
 use crate::{bindings, device::Device, macros::c_export, trace};

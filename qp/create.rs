@@ -72,13 +72,17 @@ fn check_request(
     let cap = &init.cap;
     let netdev_use = bindings::ib_qp_create_flags_IB_QP_CREATE_NETDEV_USE as u32;
     if init.create_flags & !netdev_use != 0 {
-        return Err(EOPNOTSUPP);
+        return Err(crate::compat::eopnotsupp());
     }
-    if cap.max_send_sge > props.max_send_sge || cap.max_send_wr > props.max_qp_wr {
+    if cap.max_send_sge > crate::device::limit(props.max_send_sge)
+        || cap.max_send_wr > crate::device::limit(props.max_qp_wr)
+    {
         return Err(EINVAL);
     }
     if init.srq.is_null() {
-        if cap.max_recv_sge > props.max_recv_sge || cap.max_recv_wr > props.max_qp_wr {
+        if cap.max_recv_sge > crate::device::limit(props.max_recv_sge)
+            || cap.max_recv_wr > crate::device::limit(props.max_qp_wr)
+        {
             return Err(EINVAL);
         }
         // Widened so that four u32 limits cannot wrap to zero.
@@ -105,7 +109,7 @@ fn check_request(
         }
         QPT_RC | QPT_UC | QPT_UD => {}
         // No raw or XRC QPs, as in C.
-        _ => return Err(EOPNOTSUPP),
+        _ => return Err(crate::compat::eopnotsupp()),
     }
     let rq_sges = if init.srq.is_null() {
         cap.max_recv_sge
@@ -412,9 +416,7 @@ fn with_qp_counts<R>(dev: &Device, f: impl FnOnce(QpCounts<'_>) -> R) -> R {
     let rdi = dev.as_raw();
     // SAFETY: `n_qps_lock` is initialised at registration and protects the counts.
     let _guard = unsafe {
-        crate::lock::lock_raw::<kernel::sync::lock::spinlock::SpinLockBackend>(
-            &raw mut (*rdi).n_qps_lock,
-        )
+        crate::lock::lock_raw::<crate::compat::lock::SpinLockBackend>(&raw mut (*rdi).n_qps_lock)
     };
     // SAFETY: the counts and `busy_jiffies` are protected by `n_qps_lock`, held; the borrows
     // end before it is released.
@@ -430,7 +432,7 @@ fn with_qp_counts<R>(dev: &Device, f: impl FnOnce(QpCounts<'_>) -> R) -> R {
 
 /// Counts a new QP against the driver's `max_qp` (-ENOMEM at the limit, as C).
 fn count_new(dev: &Device, qp_type: bindings::ib_qp_type) -> Result {
-    let max = dev.dparms().props.max_qp;
+    let max = crate::device::limit(dev.dparms().props.max_qp);
     with_qp_counts(dev, |n| {
         if *n.allocated == max {
             return Err(ENOMEM);

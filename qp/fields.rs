@@ -29,12 +29,11 @@
 
 use core::ptr;
 
-use kernel::{
-    ffi::{c_int, c_ulong, c_void},
-    sync::{
-        atomic::{Acquire, Atomic, Full, Relaxed, Release},
-        barrier::smp_mb,
-    },
+use kernel::ffi::{c_int, c_ulong, c_void};
+
+use crate::compat::{
+    atomic::{Acquire, Atomic, Full, Relaxed, Release},
+    barrier::smp_mb,
 };
 
 use super::{OwnedQp, PostGuard, Qp, QpMut, RecvGuard, SendGuard};
@@ -375,7 +374,7 @@ impl SendGuard<'_> {
     /// Sets the QP's state, which is written with both `r_lock` and `s_lock` held (and read
     /// under either): `r` is the proof of the other lock, checked to be this QP's.
     pub(crate) fn set_state(&mut self, r: &RecvGuard<'_>, state: u8) {
-        if kernel::warn_on!(!ptr::eq(r.qp_ptr(), self.qp_ptr())) {
+        if crate::compat::warn_on!(!ptr::eq(r.qp_ptr(), self.qp_ptr())) {
             return;
         }
         // SAFETY: both locks that protect `state` are held: this guard's `s_lock` and `r`'s

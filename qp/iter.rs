@@ -10,13 +10,12 @@
 
 use core::ptr;
 
-use kernel::{
-    prelude::*,
-    sync::{
-        aref::ARef,
-        atomic::{atomic_load, Acquire},
-        rcu,
-    },
+use kernel::prelude::*;
+
+use crate::compat::{
+    aref::ARef,
+    atomic::{atomic_load, Acquire},
+    rcu,
 };
 
 use super::{qpn::QpDev, Qp};

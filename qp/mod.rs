@@ -45,7 +45,7 @@ mod qpn;
 mod recv;
 mod reset;
 mod send;
-#[cfg(CONFIG_KUNIT)]
+#[cfg(rdmavt_kunit)]
 mod tests;
 mod timers;
 
@@ -63,12 +63,11 @@ pub(crate) use send::post_send;
 
 use core::{marker::PhantomData, mem::ManuallyDrop, ptr::NonNull};
 
-use kernel::{
-    sync::{
-        aref::AlwaysRefCounted,
-        lock::{spinlock::SpinLockIrqBackend, Guard},
-    },
-    types::Opaque,
+use kernel::types::Opaque;
+
+use crate::compat::{
+    aref::AlwaysRefCounted,
+    lock::{assume_held, Guard, SpinLockIrqBackend},
 };
 
 use crate::{
@@ -278,8 +277,8 @@ impl<'a> QpGuard<'a> {
         // SAFETY: as in `lock`; the caller holds the lock.
         let lock = unsafe { c_lock::<SpinLockIrqBackend>(lock) };
         Self {
-            // SAFETY: the caller owns the lock; `Guard::new` asserts it with lockdep.
-            _guard: unsafe { Guard::new(lock, ()) },
+            // SAFETY: the caller owns the lock and never drops the guard.
+            _guard: unsafe { assume_held(lock) },
             qp,
             _not_send: PhantomData,
         }

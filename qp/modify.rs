@@ -127,7 +127,7 @@ impl Qp {
         udata: *mut bindings::ib_udata,
     ) -> Result {
         if mask as u32 & !bindings::ib_qp_attr_mask_IB_QP_ATTR_STANDARD_BITS != 0 {
-            return Err(EOPNOTSUPP);
+            return Err(crate::compat::eopnotsupp());
         }
         let locks = self.lock_all();
         let plan = self.check_modify(&locks, attr, mask, udata)?;

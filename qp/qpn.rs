@@ -9,20 +9,13 @@
 
 use core::ptr::{self, NonNull};
 
-use kernel::{
-    alloc::flags::__GFP_ZERO,
-    ffi::c_ulong,
-    page::PAGE_SIZE,
-    prelude::*,
-    sync::{
-        aref::ARef,
-        atomic::{atomic_load, atomic_store, Relaxed, Release},
-        lock::{
-            spinlock::{SpinLockBackend, SpinLockIrqBackend},
-            Guard,
-        },
-        rcu,
-    },
+use kernel::{alloc::flags::__GFP_ZERO, ffi::c_ulong, page::PAGE_SIZE, prelude::*};
+
+use crate::compat::{
+    aref::ARef,
+    atomic::{atomic_load, atomic_store, Relaxed, Release},
+    lock::{Guard, SpinLockBackend, SpinLockIrqBackend},
+    rcu,
 };
 
 use super::Qp;

@@ -11,11 +11,9 @@
 
 use core::{mem::size_of, ptr};
 
-use kernel::{
-    ffi::c_int,
-    prelude::*,
-    sync::{atomic::Full, barrier::smp_mb},
-};
+use kernel::{ffi::c_int, prelude::*};
+
+use crate::compat::{atomic::Full, barrier::smp_mb};
 
 use super::{
     complete::{next_slot, SEND_COMPLETION_ONLY, SEND_RESERVE_USED},
@@ -368,7 +366,7 @@ impl Qp {
             free_slots(h.s_head(), last, size, reserved, self.reserved_used()).ok_or(ENOMEM)?;
         *h.s_avail_mut() = avail;
         let max = size.wrapping_sub(1).wrapping_sub(reserved);
-        if kernel::warn_on!(avail > max) {
+        if crate::compat::warn_on!(avail > max) {
             // Racy reads for the report, as C's; harmless.
             let (tail, cur, acked) = (
                 self.s_tail_unlocked(),

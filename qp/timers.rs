@@ -5,7 +5,9 @@
 //! the driver to run its send engine again; arming and disarming happen under `s_lock`, which
 //! also guards the `RVT_S_TIMER` and `RVT_S_WAIT_RNR` flags that say whether each is armed.
 
-use kernel::{container_of, ffi::c_ulong};
+use kernel::ffi::c_ulong;
+
+use crate::compat::container_of;
 
 use super::{Locked, Qp, SendGuard};
 use crate::{bindings, macros::c_export, trace};

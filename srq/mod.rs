@@ -10,7 +10,9 @@ pub(crate) use modify::modify_srq;
 
 use core::mem::size_of;
 
-use kernel::{ffi::c_int, prelude::*, sync::lock::spinlock::SpinLockBackend, types::Opaque};
+use kernel::{ffi::c_int, prelude::*, types::Opaque};
+
+use crate::compat::lock::SpinLockBackend;
 
 use crate::{
     bindings,
@@ -99,13 +101,13 @@ impl Srq {
         let dev = self.device();
         let props = &dev.dparms().props;
         if init.srq_type != bindings::ib_srq_type_IB_SRQT_BASIC {
-            return Err(EOPNOTSUPP);
+            return Err(crate::compat::eopnotsupp());
         }
         let attr = &init.attr;
         if attr.max_sge == 0
-            || attr.max_sge > props.max_srq_sge
+            || attr.max_sge > crate::device::limit(props.max_srq_sge)
             || attr.max_wr == 0
-            || attr.max_wr > props.max_srq_wr
+            || attr.max_wr > crate::device::limit(props.max_srq_wr)
         {
             return Err(EINVAL);
         }
@@ -208,7 +210,7 @@ fn count_new(dev: &Device) -> Result {
     let _guard = unsafe { lock_raw::<SpinLockBackend>(&raw mut (*rdi).n_srqs_lock) };
     // SAFETY: protected by `n_srqs_lock`, held.
     unsafe {
-        if (*rdi).n_srqs_allocated == dev.dparms().props.max_srq {
+        if (*rdi).n_srqs_allocated == crate::device::limit(dev.dparms().props.max_srq) {
             return Err(ENOMEM);
         }
         (*rdi).n_srqs_allocated += 1;

@@ -81,7 +81,8 @@ impl Srq {
         } else {
             self.limit_snapshot()
         };
-        if attr.max_wr > dev.dparms().props.max_srq_wr || limit > attr.max_wr {
+        if attr.max_wr > crate::device::limit(dev.dparms().props.max_srq_wr) || limit > attr.max_wr
+        {
             return Err(EINVAL);
         }
         let max_sge = self.rq().max_sge();

@@ -15,10 +15,7 @@
 //! alive (a [`Qp`], a [`Device`]) the function is safe; the others are `unsafe` with C's
 //! requirement: live objects, as at the C call site.
 
-use kernel::{
-    ffi::{c_char, c_int, c_uint, c_void},
-    prelude::*,
-};
+use kernel::ffi::{c_char, c_int, c_uint, c_void};
 
 use crate::{bindings, device::Device, qp::Qp};
 
@@ -26,9 +23,10 @@ use crate::{bindings, device::Device, qp::Qp};
 ///
 /// The kernel crate's `kernel::declare_trace!` names `kernel::bindings`, where an out-of-tree
 /// module's events are not; this is the same macro over our bindings. The event's
-/// `__tracepoint_*` is typed as the kernel crate's `struct tracepoint` (see `bindings/mod.rs`),
-/// which `kernel::jump_label::static_branch_unlikely!` reads the key through. Without
-/// `CONFIG_TRACEPOINTS` the functions are empty.
+/// `__tracepoint_*` is typed as the kernel crate's `struct tracepoint` on 7.3 (see
+/// `bindings/mod.rs`), which `kernel::jump_label::static_branch_unlikely!` reads the key
+/// through; on 6.12, whose kernel crate has no tracepoint support, the key's count is read
+/// (`compat::tracepoint_enabled!`). Without `CONFIG_TRACEPOINTS` the functions are empty.
 macro_rules! declare_trace {
     ($($(#[$attr:meta])* $pub:vis unsafe fn $name:ident($($arg:ident : $typ:ty),* $(,)?);)*) => {$(
         $(#[$attr])*
@@ -40,11 +38,7 @@ macro_rules! declare_trace {
                 // querying it is always allowed.
                 let enabled = unsafe {
                     kernel::macros::paste! {
-                        kernel::jump_label::static_branch_unlikely!(
-                            crate::bindings::[<__tracepoint_ $name>],
-                            kernel::bindings::tracepoint,
-                            key
-                        )
+                        crate::compat::tracepoint_enabled!(crate::bindings::[<__tracepoint_ $name>])
                     }
                 };
                 if enabled {
@@ -168,9 +162,9 @@ declare_trace! {
 }
 
 /// `rvt_dbg`: a message about `dev` (C fires it at registration and unregistration).
-pub(crate) fn dbg(dev: &Device, msg: &CStr) {
+pub(crate) fn dbg(dev: &Device, msg: &core::ffi::CStr) {
     // SAFETY: `dev` is live for the borrow; `msg` is NUL-terminated.
-    unsafe { rvt_dbg(dev.as_raw(), msg.as_char_ptr()) }
+    unsafe { rvt_dbg(dev.as_raw(), crate::compat::c_str_ptr(msg)) }
 }
 
 /// `rvt_qpinsert`: `qp` went into bucket `bucket` of the QPN hash table.

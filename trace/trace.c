@@ -8,3 +8,9 @@
 #define CREATE_TRACE_POINTS
 #define CREATE_RUST_TRACE_POINTS
 #include "trace.h"
+
+#ifdef RDMAVT_RS_KERNEL_6_12
+/* 6.12 has no CREATE_RUST_TRACE_POINTS: the rust_do_trace_<event>() are made here. */
+#define RDMAVT_RS_DEFINE_RUST_DO_TRACE
+#include "compat/trace_6_12.h"
+#endif

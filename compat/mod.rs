@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! What differs between the kernel crates of the kernel lines rdmavt-rs builds for.
+//!
+//! rdmavt-rs is written against the 7.3 kernel crate. The 6.12 LTS line's kernel crate is older:
+//! it has no `sync::atomic`, `sync::barrier`, `sync::rcu` or `sync::aref`, no
+//! `Lock::from_raw` and no interrupt-disabling spinlock backend, no `warn_on!`, no NUMA node
+//! for its allocators, no tracepoint support and no `pin_init` crate. Kbuild derives the line
+//! from the kernel it builds against and sets `--cfg rdmavt_kernel_6_12` for 6.x (see Kbuild);
+//! every item the rest of the crate takes from here is then either the kernel crate's own
+//! (`v7_3.rs`, re-exports and nothing else) or a small equivalent with the same name, the same
+//! signature and the same semantics (`v6_12/`), so that the crate is written once, against
+//! the newer API, and the older line costs one module.
+
+// Each crate that includes this module (rdmavt.ko's, rvt_loop's) uses a part of it.
+#[allow(dead_code)]
+#[cfg_attr(not(rdmavt_kernel_6_12), path = "v7_3.rs")]
+#[cfg_attr(rdmavt_kernel_6_12, path = "v6_12/mod.rs")]
+mod imp;
+
+pub(crate) use imp::*;

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The 7.3 kernel crate: everything [`crate::compat`] names is the kernel crate's own.
+
+pub(crate) use kernel::{
+    sync::{aref, atomic, barrier, rcu, LockClassKey},
+    warn_on,
+};
+
+/// The kernel crate's locks, and its spinlock backends.
+pub(crate) mod lock {
+    pub(crate) use kernel::sync::lock::{
+        spinlock::{SpinLockBackend, SpinLockIrqBackend},
+        Backend, Guard, Lock,
+    };
+
+    /// A guard for `lock`, which the caller already holds (lockdep asserts it).
+    ///
+    /// # Safety
+    ///
+    /// The caller holds `lock` and the guard is never dropped (it would unlock the caller's
+    /// lock).
+    pub(crate) unsafe fn assume_held<'a>(
+        lock: &'a Lock<(), SpinLockIrqBackend>,
+    ) -> Guard<'a, (), SpinLockIrqBackend> {
+        // SAFETY: the caller's guarantee.
+        unsafe { Guard::new(lock, ()) }
+    }
+}
+
+/// A C string's address, for C (`char` is unsigned in the kernel).
+pub(crate) fn c_str_ptr(s: &core::ffi::CStr) -> *const kernel::ffi::c_char {
+    kernel::str::CStrExt::as_char_ptr(s)
+}
+
+/// The C string at `ptr`.
+///
+/// # Safety
+///
+/// `ptr` is a NUL-terminated string that lives, unchanged, for `'a`.
+pub(crate) unsafe fn c_str_from_ptr<'a>(ptr: *const kernel::ffi::c_char) -> &'a core::ffi::CStr {
+    // SAFETY: the caller's guarantee.
+    unsafe { <core::ffi::CStr as kernel::str::CStrExt>::from_char_ptr(ptr) }
+}
+
+/// `static_lock_class!()`, as the pinned reference that `lock::init_spinlock` takes.
+macro_rules! static_lock_class {
+    () => {
+        ::kernel::static_lock_class!()
+    };
+}
+pub(crate) use static_lock_class;
+
+/// Allocates `layout` with allocator `A`, on NUMA node `node` where it can (any node when
+/// `node` is `NUMA_NO_NODE` or not a node).
+pub(crate) fn alloc_on_node<A: kernel::alloc::Allocator>(
+    layout: core::alloc::Layout,
+    flags: kernel::alloc::Flags,
+    node: kernel::ffi::c_int,
+) -> Result<core::ptr::NonNull<[u8]>, kernel::alloc::AllocError> {
+    let nid = kernel::alloc::NumaNode::new(node).unwrap_or(kernel::alloc::NumaNode::NO_NODE);
+    A::alloc(layout, flags, nid)
+}
+
+/// Whether the tracepoint `$tp` is enabled: its static key, a patched jump with
+/// `CONFIG_JUMP_LABEL`. To be used inside `unsafe`: `$tp` must be a real tracepoint.
+macro_rules! tracepoint_enabled {
+    ($tp:path) => {
+        ::kernel::jump_label::static_branch_unlikely!($tp, ::kernel::bindings::tracepoint, key)
+    };
+}
+pub(crate) use tracepoint_enabled;
+
+/// `EOPNOTSUPP`, a function because 6.12's kernel crate cannot make it a constant.
+#[inline(always)]
+pub(crate) fn eopnotsupp() -> kernel::error::Error {
+    kernel::error::code::EOPNOTSUPP
+}
+
+/// `container_of!`: the struct that holds the field `$field` at `$ptr`, as a `*mut`.
+macro_rules! container_of {
+    ($ptr:expr, $type:ty, $($field:tt)*) => {
+        ::kernel::container_of!($ptr, $type, $($field)*)
+    };
+}
+pub(crate) use container_of;
