@@ -26,6 +26,8 @@
 #   make stress       the stress suite alone (tests/kselftest/stress.sh) on both rdmavt modules,
 #                     each phase DURATION seconds (default 60; make check runs it with 8)
 #
+# KERNEL=6.12 (make, run, check-6.12): the same for the 6.12 LTS line, on its own cached kernel
+# (scripts/kernel.sh), built in .build/6.12/.
 # A user's own Rust-enabled kernel: make KDIR=/lib/modules/$(uname -r)/build
 
 REPO := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
@@ -46,7 +48,26 @@ else
 KDIR_CMD = $(KDIR)
 endif
 
-KMAKE = $(MAKE) -C "$$kdir" M=$(REPO) LLVM=$(LLVM) RUSTC=$(RUSTC) BINDGEN=$(BINDGEN) \
+# The kernel line: 7.3 (default) or 6.12 (make KERNEL=6.12 ...), for the cached kernel that
+# KDIR_CMD builds and the tests boot; the scripts read it from the environment.
+KERNEL ?= 7.3
+export KERNEL
+# Where the modules are built. kbuild writes its objects beside the sources, so the 6.12 line
+# builds in a copy of the tree, .build/6.12/, synced before each build (rsync keeps the times,
+# so kbuild rebuilds only what changed); the tests of a 6.12 VM run from that copy.
+ifeq ($(KERNEL),7.3)
+BUILD_TREE := $(REPO)
+SYNC_TREE := true
+else ifneq ($(wildcard $(REPO)/.build-tree),)
+# This is such a copy (make run from inside it, the tests in a 6.12 VM).
+BUILD_TREE := $(REPO)
+SYNC_TREE := true
+else
+BUILD_TREE := $(REPO)/.build/$(KERNEL)
+SYNC_TREE := bash $(SCRIPTS)/sync-tree.sh $(BUILD_TREE)
+endif
+
+KMAKE = $(MAKE) -C "$$kdir" M=$(BUILD_TREE) LLVM=$(LLVM) RUSTC=$(RUSTC) BINDGEN=$(BINDGEN) \
 	CLIPPY_DRIVER=$(CLIPPY_DRIVER) LIBCLANG_PATH=/usr/lib/llvm$(LLVM)/lib
 
 .PHONY: all modules clippy run check stress clean setup test-progs modules_install modules_uninstall \
@@ -58,8 +79,8 @@ setup:
 	@bash $(SCRIPTS)/setup.sh
 
 modules: setup
-	@kdir=$(KDIR_CMD) && $(KMAKE) modules && \
-	bash $(SCRIPTS)/check-exports.sh "$$kdir" $(REPO)
+	@kdir=$(KDIR_CMD) && $(SYNC_TREE) && $(KMAKE) modules && \
+	bash $(SCRIPTS)/check-exports.sh "$$kdir" $(BUILD_TREE)
 
 # Rebuild our objects under clippy-driver; warnings from our code fail the target.
 clippy: setup

@@ -20,7 +20,8 @@ for f in "$kdir/Module.symvers" "$repo/Module.symvers" "$ko"; do
 done
 
 c_exports=$(awk -v m="$c_module" '$3 == m { print $2, $4 }' "$kdir/Module.symvers" | sort)
-our_exports=$(awk '$3 == "rdmavt" && $2 !~ /^rdmavt_rs_/ { print $2, $4 }' \
+# The module column is "rdmavt" (7.3) or the module's path without .ko (6.12).
+our_exports=$(awk '$3 ~ /(^|\/)rdmavt$/ && $2 !~ /^rdmavt_rs_/ { print $2, $4 }' \
 	"$repo/Module.symvers" | sort)
 if [ -z "$c_exports" ]; then
 	echo "$0: $kdir has no in-tree rdmavt to compare with; exports not checked" >&2

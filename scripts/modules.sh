@@ -25,7 +25,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 . "$here/lib.sh"
 
-ours=(rdmavt rvt_loop)
+repo=$(module_tree "$repo")
+ours=(rdmavt)
+# rvt_loop is not built for the 6.12 line yet (README, "Kernels").
+[ "$KERNEL_LINE" != 7.3 ] || ours+=(rvt_loop)
 # Built beside them for the tests (tests/kverbs/); kbuild installs every module of the build,
 # so these are taken out again. Never on a user's machine.
 test_only=(rvt_loop_kverbs)
@@ -38,7 +41,7 @@ kdir=${KDIR:-}
 mod_path=${INSTALL_MOD_PATH:-}
 release=
 if [ -z "$kdir" ]; then
-	kdir=$(readlink -f "$CACHE_ROOT/kernel/current" 2>/dev/null || true)
+	kdir=$(readlink -f "$KERNEL_CURRENT" 2>/dev/null || true)
 	[ -f "$kdir/.rdmavt-rs-built" ] || die "no cached test kernel yet: run make first"
 	if [ -z "$mod_path" ]; then
 		# The guest's modules dir. virtme-ng fills it with links to the build's modules on

@@ -19,6 +19,9 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 . "$here/lib.sh"
+# The guest takes the modules, the tests and the scripts from the tree built for its kernel.
+repo=$(module_tree "$repo")
+[ -d "$repo" ] || die "nothing built for $KERNEL_LINE yet in $repo: make KERNEL=$KERNEL_LINE"
 
 rdmavt=rs
 timeout=600
@@ -53,7 +56,7 @@ fi
 
 # The command line for the guest: a prologue that loads the modules, then the user's command
 # with each argument quoted so that it survives the trip through vng's --exec.
-guest_cmd="RDMAVT_RS_REPO=$(printf %q "$repo") RDMAVT_RS_RDMAVT=$rdmavt"
+guest_cmd="RDMAVT_RS_REPO=$(printf %q "$repo") RDMAVT_RS_RDMAVT=$rdmavt KERNEL=$KERNEL_LINE"
 [ -n "$out" ] && guest_cmd+=" RDMAVT_RS_OUT=$(printf %q "$out")"
 # The test runner's selections, when the caller made them (tests/check.sh, make stress).
 for v in RDMAVT_RS_TESTS RDMAVT_RS_STRESS_DURATION; do

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Makes DIR a copy of the checkout's sources, to build the modules for a second kernel line in
+# (make KERNEL=6.12): kbuild writes its objects beside the sources, so two kernels cannot share
+# one tree. rsync keeps modification times, so kbuild rebuilds only what changed; files gone
+# from the checkout go from the copy, the copy's build output stays. The test programs are
+# the checkout's (they do not depend on the kernel).
+#
+#   scripts/sync-tree.sh DIR
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+dir=${1:?usage: sync-tree.sh DIR}
+
+mkdir -p "$dir"
+# The sources git knows of, tracked or new (not ignored), as rsync's list.
+(cd "$repo" && git ls-files -z --cached --others --exclude-standard) |
+	rsync -a --from0 --files-from=- "$repo/" "$dir/"
+# Sources deleted from the checkout: a stale .rs or .c would still be compiled.
+git -C "$repo" ls-files -z --cached --others --exclude-standard | tr '\0' '\n' | sort \
+	>"$dir/.sources.new"
+if [ -f "$dir/.sources" ]; then
+	comm -23 "$dir/.sources" "$dir/.sources.new" | while IFS= read -r f; do
+		rm -f "$dir/$f"
+	done
+fi
+mv "$dir/.sources.new" "$dir/.sources"
+ln -sfn "$repo/.test-bin" "$dir/.test-bin"
+# The mark of a copy: built in place (Makefile, lib.sh's module_tree).
+touch "$dir/.build-tree"
