@@ -7,7 +7,9 @@
 #   2. the VM test mode, once with rdmavt-rs and once with the in-tree C rdmavt: the modules'
 #      KUnit suites, the kselftest programs under tests/kselftest/, and the splat detector over
 #      the guest's kernel log and a final kmemleak scan;
-#   3. the pyverbs differential: the two runs' pyverbs results, test by test.
+#   3. the pyverbs differential: the two runs' pyverbs results, test by test;
+#   4. the 6.12 leg: the 6.12 test kernel and modules, and a named subset of the kselftests on
+#      both rdmavt modules of 6.12 (RDMAVT_RS_NO_612=1 leaves it out).
 # Before the last line, `tap.py count` sorts the skipped points by why.
 #
 # The modules must be built already (the Makefile's check target does that first).
@@ -42,35 +44,39 @@ host_tests() {
 	done
 }
 
-# One boot of the VM with the given rdmavt, then its results as TAP.
+# One boot of the VM with the given rdmavt (rs or c) on the given kernel line (7.3 or 6.12),
+# then its results as TAP, named vm-rs, vm-c (7.3) and vm-6.12-rs, vm-6.12-c.
 vm_tests() {
-	local v=$1
-	local out=$results/vm-$v tap=$results/vm-$v.tap rc
-	echo "# booting the test VM with the $v rdmavt"
-	bash "$repo/scripts/vm.sh" --rdmavt "$v" --timeout "$vm_timeout" --out "$out" -- \
-		"$tests/guest/run-suite.sh" >"$results/vm-$v.console" 2>&1
+	local v=$1 line=${2:-7.3}
+	local run=vm-$v
+	[ "$line" = 7.3 ] || run=vm-$line-$v
+	local out=$results/$run tap=$results/$run.tap rc
+	echo "# booting the $line test VM with the $v rdmavt"
+	KERNEL=$line bash "$repo/scripts/vm.sh" --rdmavt "$v" --timeout "$vm_timeout" \
+		--out "$out" -- "$tests/guest/run-suite.sh" >"$results/$run.console" 2>&1
 	rc=$?
 	{
 		if [ "$rc" != 0 ]; then
-			echo "not ok 1 vm-$v: the guest ran the suite (exit status $rc)"
-			tail -30 "$results/vm-$v.console" | sed 's/^/# /'
+			echo "not ok 1 $run: the guest ran the suite (exit status $rc)"
+			tail -30 "$results/$run.console" | sed 's/^/# /'
 		fi
-		if [ "$v" = rs ]; then
+		# The KUnit suites: on 7.3 only (6.12's kernel crate has no #[kunit_tests]).
+		if [ "$v" = rs ] && [ "$line" = 7.3 ]; then
 			python3 "$tests/tap.py" kunit "$out/kunit.log" \
-				$(grep -Ev '^#|^$' "$tests/kunit-suites") | sed "s/ kunit / vm-$v: kunit /"
+				$(grep -Ev '^#|^$' "$tests/kunit-suites") | sed "s/ kunit / $run: kunit /"
 		fi
 		local f name
 		for f in "$out"/*.tap; do
 			[ -f "$f" ] || continue
 			name=$(basename "$f" .tap)
-			python3 "$tests/tap.py" prefix "vm-$v: $name" "$(cat "$out/$name.rc")" "$f"
+			python3 "$tests/tap.py" prefix "$run: $name" "$(cat "$out/$name.rc")" "$f"
 		done
 		# A test the guest never reached (it died or ran out of time first) fails too.
 		for f in "$tests"/kselftest/*; do
 			[ -f "$f" ] || continue
 			name=$(basename "${f%.*}")
 			selected "$name" || continue
-			[ -f "$out/$name.tap" ] || echo "not ok 1 vm-$v: $name: did not run"
+			[ -f "$out/$name.tap" ] || echo "not ok 1 $run: $name: did not run"
 		done
 		# Reports that are no rdmavt's (tests/splat-known) are forgiven in both runs, the C
 		# rdmavt's own bugs (tests/splat-known-c) in its run only; rdmavt-rs's never.
@@ -78,9 +84,9 @@ vm_tests() {
 		[ "$v" = c ] && known+=(--known "$tests/splat-known-c")
 		if python3 "$repo/scripts/splat_check.py" "${known[@]}" "$out/dmesg.txt" \
 			"$out/kmemleak.txt" >"$out/splats.txt" 2>&1; then
-			echo "ok 1 vm-$v: kernel log free of KASAN/lockdep/UBSAN/kmemleak/WARN/BUG reports"
+			echo "ok 1 $run: kernel log free of KASAN/lockdep/UBSAN/kmemleak/WARN/BUG reports"
 		else
-			echo "not ok 1 vm-$v: kernel log free of KASAN/lockdep/UBSAN/kmemleak/WARN/BUG reports"
+			echo "not ok 1 $run: kernel log free of KASAN/lockdep/UBSAN/kmemleak/WARN/BUG reports"
 			sed 's/^/# /' "$out/splats.txt" | head -80
 		fi
 	} >"$tap"
@@ -101,9 +107,35 @@ selected() { [ -z "${RDMAVT_RS_TESTS:-}" ] || [[ " $RDMAVT_RS_TESTS " == *" $1 "
 # TCG on 2 cores now; a soak (make stress DURATION=...) runs longer.
 vm_timeout=$((2400 + 12 * ${RDMAVT_RS_STRESS_DURATION:-0}))
 
+# The 6.12 LTS line: its test kernel (built and cached like 7.3's) and the modules built for it
+# in .build/6.12/, with the export check (make KERNEL=6.12 modules), then the named subset of
+# the kselftests below on rdmavt-rs and on 6.12's C rdmavt (README, "Kernels": rvt_loop and
+# the KUnit suites are not on 6.12 yet, so neither is any test that needs them).
+tests_612="module_load hfi1 qib modules_install"
+leg_612() {
+	local tap=$results/build-6.12.tap
+	echo "# building the 6.12 test kernel (first time: about 15 minutes) and the modules for it"
+	if make -s -C "$repo" KERNEL=6.12 modules >"$results/build-6.12.log" 2>&1; then
+		echo "ok 1 6.12: the kernel and the modules build, rdmavt.ko exports the C rdmavt's" \
+			"symbols" >"$tap"
+		show "$tap"
+	else
+		{
+			echo "not ok 1 6.12: the kernel and the modules build, rdmavt.ko exports the C" \
+				"rdmavt's symbols"
+			tail -30 "$results/build-6.12.log" | sed 's/^/# /'
+		} >"$tap"
+		show "$tap"
+		return
+	fi
+	RDMAVT_RS_TESTS=$tests_612 vm_tests rs 6.12
+	RDMAVT_RS_TESTS=$tests_612 vm_tests c 6.12
+}
+
 [ -n "${RDMAVT_RS_TESTS:-}" ] || host_tests
 vm_tests rs
 vm_tests c
 [ -n "${RDMAVT_RS_TESTS:-}" ] || differential
+[ -n "${RDMAVT_RS_TESTS:-}" ] || [ -n "${RDMAVT_RS_NO_612:-}" ] || leg_612
 echo "# results and guest logs: $results"
 python3 "$tests/tap.py" count "$results"/*.tap

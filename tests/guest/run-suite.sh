@@ -13,6 +13,7 @@ set -u
 
 out=$RDMAVT_RS_OUT
 tests=$RDMAVT_RS_REPO/tests/kselftest
+. "$RDMAVT_RS_REPO/tests/lib/rdmavt.sh"
 leaks=/sys/kernel/debug/kmemleak
 
 dmesg >"$out/kunit.log"
@@ -28,10 +29,7 @@ left_unloaded() {
 	[ "$(cat "$out/$1.rc")" != 0 ] || echo 1 >"$out/$1.rc"
 	modules=$(readlink -f "/lib/modules/$(uname -r)")
 	! mountpoint -q "$modules" || umount -l "$modules"
-	case "$RDMAVT_RS_RDMAVT" in
-	rs) insmod "$RDMAVT_RS_REPO/rdmavt.ko" ;;
-	c) modprobe rdmavt ;;
-	esac
+	load_run_rdmavt
 }
 
 # Objects allocated during boot are not ours to answer for: start counting leaks from here.

@@ -6,6 +6,7 @@
 # that the VM started with loaded again.
 set -u
 . "$(dirname "$0")/../lib/ktap.sh"
+. "$(dirname "$0")/../lib/rdmavt.sh"
 
 ours=$RDMAVT_RS_REPO/rdmavt.ko
 rounds=10
@@ -53,12 +54,6 @@ load_c_reference() {
 	! loaded
 }
 
-restore() {
-	case "$RDMAVT_RS_RDMAVT" in
-	rs) insmod "$ours" ;;
-	c) modprobe rdmavt ;;
-	esac
-}
 
 ktap_header
 ktap_plan 3
@@ -67,5 +62,5 @@ ktap_check "rdmavt-rs loads and unloads $rounds times" load_ours_repeatedly
 ktap_check "the module insmod loads is rdmavt-rs (its marker symbol is in kallsyms)" \
 	ours_is_what_loads
 ktap_check "the in-tree C rdmavt loads (without that marker) and unloads" load_c_reference
-restore || ktap_msg "could not reload the $RDMAVT_RS_RDMAVT rdmavt"
+load_run_rdmavt || ktap_msg "could not reload the $RDMAVT_RS_RDMAVT rdmavt"
 ktap_finish

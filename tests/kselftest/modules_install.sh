@@ -16,12 +16,18 @@
 # only registers its PCI driver; its 7.3 trace-event WARN is forgiven by tests/splat-known).
 set -u
 . "$(dirname "$0")/../lib/ktap.sh"
+. "$(dirname "$0")/../lib/rdmavt.sh"
 
 kver=$(uname -r)
 moddir=/lib/modules/$kver
 real=$(readlink -f "$moddir")
 scratch=$(mktemp -d)
 ours_desc="(Rust)"
+# What make modules_install installs: rdmavt, and rvt_loop where this kernel line has it (not
+# on 6.12 yet).
+ours=(rdmavt)
+[ ! -f "$RDMAVT_RS_REPO/rvt_loop.ko" ] || ours+=(rvt_loop)
+ours_text=$(sed 's/ / and /g' <<<"${ours[*]}")
 
 loaded() { [ -d "/sys/module/$1" ]; }
 unload() { ! loaded "$1" || rmmod "$1"; }
@@ -44,17 +50,14 @@ cleanup() {
 	! mountpoint -q "$real" || umount -l "$real"
 	! mountpoint -q "$scratch" || umount -l "$scratch"
 	rmdir "$scratch"
-	case "$RDMAVT_RS_RDMAVT" in
-	rs) insmod "$RDMAVT_RS_REPO/rdmavt.ko" ;;
-	c) modprobe rdmavt ;;
-	esac
+	load_run_rdmavt
 }
 
 # The default target of the Makefile: the cached test kernel, whose modules dir is this one.
 install() {
 	make -s -C "$RDMAVT_RS_REPO" modules_install || return 1
 	local m
-	for m in rdmavt rvt_loop; do
+	for m in "${ours[@]}"; do
 		[ -f "$real/updates/$m.ko" ] || { echo "no $real/updates/$m.ko"; return 1; }
 	done
 	# The test-only module (tests/kverbs/) is built beside them but never installed.
@@ -103,6 +106,10 @@ modprobe_loads_ours() {
 	unload rdmavt || return 1
 	modprobe rdmavt || return 1
 	loaded_rdmavt_is_ours || { echo "taint: $(cat /sys/module/rdmavt/taint)"; return 1; }
+	if [ "${#ours[@]}" = 1 ]; then
+		modprobe -r rdmavt
+		return
+	fi
 	modprobe rvt_loop || return 1
 	loaded rvt_loop || { echo "modprobe rvt_loop left no module"; return 1; }
 	modprobe -r rvt_loop rdmavt
@@ -115,26 +122,33 @@ modprobe_loads_in_tree() {
 	modprobe -r rdmavt
 }
 
-hfi1_loads_on_ours() {
+# driver_loads_on_ours DRIVER: modprobe loads the driver (hfi1, ib_qib) on rdmavt-rs.
+driver_loads_on_ours() {
 	unload rdmavt || return 1
-	modprobe hfi1 || return 1
+	modprobe "$1" || return 1
 	loaded_rdmavt_is_ours || { echo "taint: $(cat /sys/module/rdmavt/taint)"; return 1; }
-	modprobe -r hfi1 rdmavt
+	modprobe -r "$1" rdmavt
 }
 
 ktap_header
-ktap_plan 8
+ktap_plan 9
 trap cleanup EXIT
 if ! out=$(overlay_modules_dir 2>&1); then
 	printf '%s\n' "$out" | sed 's/^/# /'
 	ktap_msg "cannot overlay $real: not installing into the shared modules dir"
 	exit 1
 fi
-ktap_check "make modules_install installs rdmavt and rvt_loop into $moddir/updates" install
+ktap_check "make modules_install installs $ours_text into $moddir/updates" install
 ktap_check "modinfo rdmavt shows rdmavt-rs" modinfo_is_ours
 ktap_check "modprobe resolves hfi1's rdmavt to rdmavt-rs" hfi1_depends_on_ours
-ktap_check "modprobe rdmavt and rvt_loop load rdmavt-rs" modprobe_loads_ours
-ktap_check "modprobe hfi1 loads hfi1 on rdmavt-rs" hfi1_loads_on_ours
+ktap_check "modprobe $ours_text load rdmavt-rs" modprobe_loads_ours
+ktap_check "modprobe hfi1 loads hfi1 on rdmavt-rs" driver_loads_on_ours hfi1
+# qib was removed from the kernel in 6.17: on the 6.12 line only.
+if modinfo -n ib_qib >/dev/null 2>&1; then
+	ktap_check "modprobe ib_qib loads qib on rdmavt-rs" driver_loads_on_ours ib_qib
+else
+	ktap_skip "modprobe ib_qib loads qib on rdmavt-rs" "qib was removed from the kernel in 6.17"
+fi
 ktap_check "make modules_uninstall removes them" uninstall
 ktap_check "modinfo rdmavt shows the in-tree rdmavt again" modinfo_is_in_tree
 ktap_check "modprobe rdmavt loads the in-tree rdmavt again" modprobe_loads_in_tree

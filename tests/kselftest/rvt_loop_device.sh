@@ -7,6 +7,7 @@
 # every point must pass on both. Leaves the system as it found it: rvt_loop unloaded, the variant's rdmavt loaded.
 set -u
 . "$(dirname "$0")/../lib/ktap.sh"
+. "$(dirname "$0")/../lib/rdmavt.sh"
 . "$(dirname "$0")/../lib/traffic.sh"
 
 ko=$RDMAVT_RS_REPO/rvt_loop.ko
@@ -77,11 +78,7 @@ unloads_cleanly() {
 }
 
 restore_rdmavt() {
-	[ -d /sys/module/rdmavt ] && return
-	case "$RDMAVT_RS_RDMAVT" in
-	rs) insmod "$RDMAVT_RS_REPO/rdmavt.ko" ;;
-	c) modprobe rdmavt ;;
-	esac
+	[ -d /sys/module/rdmavt ] || load_run_rdmavt
 }
 
 # The pci-testdev (1b36:0005) that rvt_loop binds, as a sysfs path.
