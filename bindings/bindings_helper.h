@@ -4,6 +4,7 @@
  * we keep, our own C glue, and the C rdmavt's trace events.
  */
 
+#include <linux/pci.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_mad.h>

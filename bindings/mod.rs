@@ -43,4 +43,21 @@ use kernel::bindings::tracepoint;
 // valid value whenever it is one for `Storage`.
 unsafe impl<Storage> Zeroable for __BindgenBitfieldUnit<Storage> where Storage: Zeroable {}
 
+// On 6.12 the kernel's bindgen parameters derive no `Zeroable`: the C structs that are built
+// from zeroes (`compat::zeroed()`) say so here.
+#[cfg(rdmavt_kernel_6_12)]
+mod zeroable {
+    use super::*;
+
+    // SAFETY: C structs of integers, pointers, `Option`s of function pointers and arrays and
+    // unions of those: all zeroes is a valid value of each, as C's `= {}` makes them.
+    unsafe impl Zeroable for ib_device_ops {}
+    // SAFETY: As above.
+    unsafe impl Zeroable for ib_device_attr {}
+    // SAFETY: As above.
+    unsafe impl Zeroable for rvt_driver_params {}
+    // SAFETY: As above.
+    unsafe impl Zeroable for rvt_driver_provided {}
+}
+
 include!("bindings_generated.rs");

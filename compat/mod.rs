@@ -13,7 +13,7 @@
 //! the newer API, and the older line costs one module.
 
 // Each crate that includes this module (rdmavt.ko's, rvt_loop's) uses a part of it.
-#[allow(dead_code)]
+#[allow(dead_code, unused_imports, unused_macros)]
 #[cfg_attr(not(rdmavt_kernel_6_12), path = "v7_3.rs")]
 #[cfg_attr(rdmavt_kernel_6_12, path = "v6_12/mod.rs")]
 mod imp;

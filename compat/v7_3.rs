@@ -3,7 +3,8 @@
 //! The 7.3 kernel crate: everything [`crate::compat`] names is the kernel crate's own.
 
 pub(crate) use kernel::{
-    sync::{aref, atomic, barrier, rcu, LockClassKey},
+    prelude::fmt,
+    sync::{aref, atomic, barrier, global_lock, rcu, LockClassKey},
     warn_on,
 };
 
@@ -70,6 +71,9 @@ macro_rules! tracepoint_enabled {
     };
 }
 pub(crate) use tracepoint_enabled;
+
+/// A value of all zeroes, for the types `pin_init::Zeroable` vouches for.
+pub(crate) use pin_init::zeroed;
 
 /// `EOPNOTSUPP`, a function because 6.12's kernel crate cannot make it a constant.
 #[inline(always)]

@@ -34,7 +34,7 @@ pub(crate) const DRIVER_F: bindings::rvt_driver_provided = bindings::rvt_driver_
     get_pmtu_from_attr: Some(qp::get_pmtu_from_attr),
     mtu_from_qp: Some(qp::mtu_from_qp),
     mtu_to_path_mtu: Some(qp::mtu_to_path_mtu),
-    ..pin_init::zeroed()
+    ..crate::compat::zeroed()
 };
 
 extern "C" {
@@ -52,9 +52,13 @@ struct DeviceOps(bindings::ib_device_ops);
 unsafe impl Sync for DeviceOps {}
 
 static OPS: DeviceOps = DeviceOps(bindings::ib_device_ops {
+    #[cfg(not(rdmavt_kernel_6_12))]
     owner: <crate::RvtLoop as kernel::ModuleMetadata>::THIS_MODULE
         .as_ptr()
         .cast(),
+    // 6.12 has no `ModuleMetadata`: the module's own symbol, which its `THIS_MODULE` wraps.
+    #[cfg(rdmavt_kernel_6_12)]
+    owner: (&raw mut kernel::bindings::__this_module).cast(),
     // rdma-core's libhfi1verbs binds to devices by this id, so it serves ours unmodified.
     driver_id: bindings::rdma_driver_id_RDMA_DRIVER_HFI1,
     // check_support(MISC) in rdmavt requires port groups of the driver.
@@ -64,7 +68,7 @@ static OPS: DeviceOps = DeviceOps(bindings::ib_device_ops {
     // The port counters of `rdma statistic` and sysfs hw_counters/, as rxe has them.
     alloc_hw_port_stats: Some(stats::alloc_hw_port_stats),
     get_hw_stats: Some(stats::get_hw_stats),
-    ..pin_init::zeroed()
+    ..crate::compat::zeroed()
 });
 
 /// The ops to hand to ib_set_device_ops().
@@ -149,7 +153,7 @@ unsafe extern "C" fn get_guid_be(
 /// A loopback port has no link to take down, so the device does not advertise
 /// `IB_DEVICE_SHUTDOWN_PORT` and a request to shut the port down fails.
 extern "C" fn shut_down_port(_rdi: *mut bindings::rvt_dev_info, _port_num: u32) -> c_int {
-    EOPNOTSUPP.to_errno()
+    crate::compat::eopnotsupp().to_errno()
 }
 
 /// hfi1 sends a trap to the subnet manager when the port's capability mask changes; a
@@ -192,7 +196,7 @@ unsafe extern "C" fn modify_device(
 ) -> c_int {
     let node_desc = bindings::ib_device_modify_flags_IB_DEVICE_MODIFY_NODE_DESC as c_int;
     if mask & !node_desc != 0 {
-        return EOPNOTSUPP.to_errno();
+        return crate::compat::eopnotsupp().to_errno();
     }
     if mask & node_desc != 0 {
         // SAFETY: ib_core passes a registered device of ours and the caller's request; like

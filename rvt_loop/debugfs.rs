@@ -13,18 +13,16 @@
 
 use crate::bindings::{self, ib_qp_state, ib_qp_type};
 use core::{fmt, ptr::NonNull};
-use kernel::{
-    debugfs::{Dir, Scope},
-    prelude::*,
-    sync::atomic::{atomic_load, Relaxed},
-};
+use kernel::prelude::*;
+
+use crate::compat::atomic::{atomic_load, Relaxed};
 
 /// The QPs of one registered device, which the file lists.
 ///
 /// # Invariants
 ///
 /// `self.0` is a registered `rvt_dev_info`, and stays registered while the file exists: the
-/// [`Scope`] that owns this is dropped before the device is unregistered.
+/// [`QpStats`] that owns this is dropped before the device is unregistered.
 pub(crate) struct QpTable(NonNull<bindings::rvt_dev_info>);
 
 // SAFETY: The table is only read, through rdmavt's iterator, which takes its own locks.
@@ -32,21 +30,194 @@ unsafe impl Send for QpTable {}
 // SAFETY: As above.
 unsafe impl Sync for QpTable {}
 
+/// The kernel crate's debugfs (7.3): a directory is a refcounted `Dir`, a file's data lives
+/// in a `Scope` that removes the file when dropped and waits for readers.
+#[cfg(not(rdmavt_kernel_6_12))]
+mod imp {
+    use core::ptr::NonNull;
+
+    use kernel::{
+        debugfs::{Dir, Scope},
+        prelude::*,
+    };
+
+    use super::{print_qps, QpTable};
+    use crate::bindings;
+
+    /// A directory, removed when its last handle goes.
+    #[derive(Clone)]
+    pub(crate) struct Root(Dir);
+
+    impl Root {
+        pub(crate) fn new(name: &'static core::ffi::CStr) -> Result<Self> {
+            Ok(Self(Dir::new(name)))
+        }
+    }
+
+    /// A device's directory and its `qp_stats`.
+    pub(crate) struct QpStats {
+        _scope: Pin<KBox<Scope<QpTable>>>,
+    }
+
+    /// # Safety
+    ///
+    /// As [`super::qp_stats`].
+    pub(crate) unsafe fn qp_stats(
+        root: &Root,
+        name: &CStr,
+        rdi: NonNull<bindings::rvt_dev_info>,
+    ) -> Result<QpStats> {
+        // INVARIANT: the caller guarantees that `rdi` outlives the scope.
+        let scope = root
+            .0
+            .scope(Ok::<_, Error>(QpTable(rdi)), name, |table, dir| {
+                dir.read_callback_file(c"qp_stats", table, &print_qps)
+            });
+        Ok(QpStats {
+            _scope: KBox::pin_init(scope, GFP_KERNEL)?,
+        })
+    }
+}
+
+/// C's debugfs (6.12, whose kernel crate has none), through rvt_loop_glue.c: the file's
+/// `show` calls [`rvt_loop_print_qps`].
+#[cfg(rdmavt_kernel_6_12)]
+mod imp {
+    use core::{fmt, ptr::NonNull};
+
+    use kernel::{
+        ffi::{c_char, c_int, c_void},
+        prelude::*,
+        sync::Arc,
+    };
+
+    use super::{print_qps, QpTable};
+    use crate::bindings;
+
+    /// The contents of `qp_stats`, as `Display`.
+    struct Qps<'a>(&'a QpTable);
+
+    impl fmt::Display for Qps<'_> {
+        fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+            print_qps(self.0, out)
+        }
+    }
+
+    // `rvt_dev_info` reaches an empty placeholder struct that bindgen generates for a type
+    // nothing here touches; the C side takes it by pointer only.
+    #[allow(improper_ctypes)]
+    extern "C" {
+        fn rvt_loop_debugfs_dir(name: *const c_char, parent: *mut c_void) -> *mut c_void;
+        fn rvt_loop_debugfs_qp_stats(dir: *mut c_void, rdi: *mut bindings::rvt_dev_info);
+        fn rvt_loop_debugfs_remove(dentry: *mut c_void);
+        fn rvt_loop_seq_write(m: *mut c_void, s: *const u8, len: usize);
+    }
+
+    /// A debugfs dentry of ours, removed (with what is below it) when dropped.
+    struct Dentry(*mut c_void);
+
+    // SAFETY: a dentry may be used and removed from any thread.
+    unsafe impl Send for Dentry {}
+    // SAFETY: `&Dentry` only gives the pointer, to create files below it.
+    unsafe impl Sync for Dentry {}
+
+    impl Drop for Dentry {
+        fn drop(&mut self) {
+            // SAFETY: a dentry we created (or an error value, which it ignores), removed once;
+            // waits for the readers of the files below it.
+            unsafe { rvt_loop_debugfs_remove(self.0) };
+        }
+    }
+
+    /// A directory, removed when its last handle goes.
+    #[derive(Clone)]
+    pub(crate) struct Root(Arc<Dentry>);
+
+    impl Root {
+        pub(crate) fn new(name: &'static core::ffi::CStr) -> Result<Self> {
+            // SAFETY: `name` is a C string; no parent: the debugfs root.
+            let dir = unsafe {
+                rvt_loop_debugfs_dir(crate::compat::c_str_ptr(name), core::ptr::null_mut())
+            };
+            Ok(Self(Arc::new(Dentry(dir), GFP_KERNEL)?))
+        }
+    }
+
+    /// A device's directory with its `qp_stats`, and its parent's handle, which keeps the
+    /// parent until this is gone (fields drop in order).
+    pub(crate) struct QpStats {
+        _dir: Dentry,
+        _parent: Root,
+    }
+
+    /// # Safety
+    ///
+    /// As [`super::qp_stats`].
+    pub(crate) unsafe fn qp_stats(
+        root: &Root,
+        name: &CStr,
+        rdi: NonNull<bindings::rvt_dev_info>,
+    ) -> Result<QpStats> {
+        // SAFETY: `name` is a C string, the parent one of our directories.
+        let dir = Dentry(unsafe { rvt_loop_debugfs_dir(name.as_char_ptr(), (root.0).0) });
+        // SAFETY: the file's data is the device, which the caller keeps registered while
+        // `QpStats` (which removes the file when dropped) lives.
+        unsafe { rvt_loop_debugfs_qp_stats(dir.0, rdi.as_ptr()) };
+        Ok(QpStats {
+            _dir: dir,
+            _parent: root.clone(),
+        })
+    }
+
+    /// Where the `Display` of the QPs writes: the seq_file of a read.
+    struct Seq(*mut c_void);
+
+    impl fmt::Write for Seq {
+        fn write_str(&mut self, s: &str) -> fmt::Result {
+            // SAFETY: the seq_file of the read in progress (`rvt_loop_print_qps`).
+            unsafe { rvt_loop_seq_write(self.0, s.as_ptr(), s.len()) };
+            Ok(())
+        }
+    }
+
+    /// The `show` of `qp_stats`: the device's QPs into seq_file `m`.
+    ///
+    /// # Safety
+    ///
+    /// `m` is the seq_file of a read of a `qp_stats` file, and `rdi` that file's device, which
+    /// is registered while the file exists.
+    #[no_mangle]
+    unsafe extern "C" fn rvt_loop_print_qps(
+        m: *mut c_void,
+        rdi: *mut bindings::rvt_dev_info,
+    ) -> c_int {
+        let Some(rdi) = NonNull::new(rdi) else {
+            return EINVAL.to_errno();
+        };
+        // INVARIANT: the caller's guarantee.
+        let table = QpTable(rdi);
+        match fmt::write(&mut Seq(m), format_args!("{}", Qps(&table))) {
+            Ok(()) => 0,
+            Err(_) => EINVAL.to_errno(),
+        }
+    }
+}
+
+pub(crate) use imp::{QpStats, Root};
+
 /// The debugfs directory of one device, `<root>/<name>`, with its `qp_stats` file. Dropping
-/// it removes both, and waits for readers.
+/// the result removes both, and waits for readers.
 ///
 /// # Safety
 ///
-/// `rdi` is a registered device, which stays registered until the returned scope is dropped.
-pub(crate) unsafe fn qp_stats<'a>(
-    root: &'a Dir,
-    name: &'a CStr,
+/// `rdi` is a registered device, which stays registered until the result is dropped.
+pub(crate) unsafe fn qp_stats(
+    root: &Root,
+    name: &CStr,
     rdi: NonNull<bindings::rvt_dev_info>,
-) -> impl PinInit<Scope<QpTable>, Error> + 'a {
-    // INVARIANT: the caller guarantees that `rdi` outlives the scope.
-    root.scope(Ok::<_, Error>(QpTable(rdi)), name, |table, dir| {
-        dir.read_callback_file(c"qp_stats", table, &print_qps)
-    })
+) -> Result<QpStats> {
+    // SAFETY: the caller's guarantee.
+    unsafe { imp::qp_stats(root, name, rdi) }
 }
 
 /// What the iterator's callback writes to, and the first error.

@@ -17,7 +17,6 @@ use crate::{
 };
 use core::{mem::size_of, ptr::NonNull};
 use kernel::{
-    debugfs::{Dir, Scope},
     error::to_result,
     prelude::*,
     str::CString,
@@ -306,11 +305,11 @@ fn set_name(ibdev: &mut bindings::ib_device, unit: u32, origin: &Origin<'_>) -> 
         // SAFETY: `dev` was initialised by rvt_alloc_device(); the format takes one unsigned
         // int.
         Origin::Param => unsafe {
-            kernel::bindings::dev_set_name(dev, c"rvt_loop%u".as_char_ptr(), unit)
+            kernel::bindings::dev_set_name(dev, crate::compat::c_str_ptr(c"rvt_loop%u"), unit)
         },
         // SAFETY: As above; the format takes one string, and `name` is one.
         Origin::Link { name, .. } => unsafe {
-            kernel::bindings::dev_set_name(dev, c"%s".as_char_ptr(), name.as_char_ptr())
+            kernel::bindings::dev_set_name(dev, crate::compat::c_str_ptr(c"%s"), name.as_char_ptr())
         },
     })
 }
@@ -355,7 +354,7 @@ fn params() -> bindings::rvt_driver_params {
         core_cap_flags: bindings::RDMA_CORE_PORT_IBA_IB,
         max_mad_size: bindings::IB_MGMT_MAD_SIZE,
         max_rdma_atomic: 16,
-        ..pin_init::zeroed()
+        ..crate::compat::zeroed()
     }
 }
 
@@ -401,7 +400,7 @@ fn attributes() -> bindings::ib_device_attr {
         max_mcast_grp,
         max_mcast_qp_attach,
         max_total_mcast_qp_attach: max_mcast_grp * max_mcast_qp_attach,
-        ..pin_init::zeroed()
+        ..crate::compat::zeroed()
     }
 }
 
@@ -418,8 +417,8 @@ unsafe fn init_port(port: *mut bindings::rvt_ibport, pkeys: *mut u16) {
     unsafe {
         kernel::bindings::__spin_lock_init(
             (&raw mut port.lock).cast(),
-            c"rvt_loop_port".as_char_ptr(),
-            kernel::static_lock_class!().as_ptr(),
+            crate::compat::c_str_ptr(c"rvt_loop_port"),
+            crate::compat::static_lock_class!().as_ptr(),
         )
     };
     port.gid_prefix = DEFAULT_GID_PREFIX.to_be();
@@ -492,21 +491,24 @@ impl Drop for Registration {
 /// A registered rvt_loop device and its debugfs directory; dropping it removes both.
 pub(crate) struct Device {
     /// `<debugfs>/rvt_loop/rvt_loop<unit>/`: dropped first, as it reads the device's QPs.
-    _debugfs: Pin<KBox<Scope<debugfs::QpTable>>>,
+    _debugfs: debugfs::QpStats,
     _reg: Registration,
 }
 
 impl Device {
     /// Registers the device `rvt_loop<unit>`, served by `pdev` (which may be null on
     /// rdmavt-rs), and creates its directory under `root`.
-    pub(crate) fn new(unit: u32, pdev: *mut bindings::pci_dev, root: &Dir) -> Result<Self> {
+    pub(crate) fn new(
+        unit: u32,
+        pdev: *mut bindings::pci_dev,
+        root: &debugfs::Root,
+    ) -> Result<Self> {
         let reg = Registration::new(unit, pdev)?;
-        let name = CString::try_from_fmt(fmt!("rvt_loop{unit}"))?;
+        let name = CString::try_from_fmt(crate::compat::fmt!("rvt_loop{unit}"))?;
         let rdi = reg.0.cast::<bindings::rvt_dev_info>();
-        // SAFETY: `rdi` is registered, and stays so until `reg` is dropped, after the scope.
-        let scope = unsafe { debugfs::qp_stats(root, &name, rdi) };
         Ok(Self {
-            _debugfs: KBox::pin_init(scope, GFP_KERNEL)?,
+            // SAFETY: `rdi` is registered, and stays so until `reg` is dropped, after this.
+            _debugfs: unsafe { debugfs::qp_stats(root, &name, rdi) }?,
             _reg: reg,
         })
     }
@@ -517,13 +519,17 @@ impl Device {
 pub(crate) struct DeviceSet {
     /// Dropped first: each device removes its own directory.
     _devs: KVec<Device>,
-    _debugfs: Dir,
+    _debugfs: debugfs::Root,
 }
 
 impl DeviceSet {
     /// Registers `count` devices served by `pdev` (null: no PCI device), with their
     /// directories under `root`.
-    pub(crate) fn new(count: u32, pdev: *mut bindings::pci_dev, root: Dir) -> Result<Self> {
+    pub(crate) fn new(
+        count: u32,
+        pdev: *mut bindings::pci_dev,
+        root: debugfs::Root,
+    ) -> Result<Self> {
         let mut devs = KVec::with_capacity(count as usize, GFP_KERNEL)?;
         for unit in 0..count {
             // On failure, the devices registered so far are dropped with `devs`.

@@ -38,12 +38,14 @@
 
 use crate::{
     bindings,
-    debugfs::{self, QpTable},
+    debugfs::{self, QpStats},
     device::{LoopDev, Origin},
 };
 use core::ptr::{self, NonNull};
+// 6.12's `KVec` has no `push_within_capacity` or `remove`.
+#[cfg(rdmavt_kernel_6_12)]
+use crate::compat::KVecExt;
 use kernel::{
-    debugfs::{Dir, Scope},
     error::from_result,
     ffi::{c_char, c_int},
     prelude::*,
@@ -74,14 +76,14 @@ impl Parent {
     fn get(pdev: *mut bindings::pci_dev) -> Self {
         // SAFETY: A non-null `pdev` is the bound PCI device, alive while it is bound, which
         // it is while `Shared::parent` holds it (the caller holds the lock).
-        Self(unsafe { kernel::bindings::pci_dev_get(pdev.cast()) }.cast())
+        Self(unsafe { bindings::pci_dev_get(pdev) })
     }
 }
 
 impl Drop for Parent {
     fn drop(&mut self) {
         // SAFETY: Balances `get()`; pci_dev_put() takes NULL.
-        unsafe { kernel::bindings::pci_dev_put(self.0.cast()) };
+        unsafe { bindings::pci_dev_put(self.0) };
     }
 }
 
@@ -124,7 +126,7 @@ fn device_of(dev: NonNull<LoopDev>) -> *mut kernel::bindings::device {
 struct LinkDev {
     dev: DevRef,
     /// `<debugfs>/rvt_loop/<name>/`: goes in the first step.
-    debugfs: Option<Pin<KBox<Scope<QpTable>>>>,
+    debugfs: Option<QpStats>,
     /// The PCI device rdmavt prints through, or none (rdmavt-rs without one).
     _parent: Parent,
     unit: u32,
@@ -137,7 +139,7 @@ struct LinkDev {
 /// The first step of a link device's removal, taken once.
 struct Deletion {
     dev: NonNull<LoopDev>,
-    debugfs: Option<Pin<KBox<Scope<QpTable>>>>,
+    debugfs: Option<QpStats>,
 }
 
 impl Deletion {
@@ -170,7 +172,7 @@ impl LinkDev {
 /// What the link devices share with the rest of rvt_loop.
 pub(crate) struct Shared {
     /// The debugfs directory `rvt_loop`, under which every device has its own.
-    root: Option<Dir>,
+    root: Option<debugfs::Root>,
     /// The PCI device rvt_loop has bound, if any.
     parent: *mut bindings::pci_dev,
     links: KVec<LinkDev>,
@@ -182,7 +184,7 @@ pub(crate) struct Shared {
 // devices whose references the entries hold.
 unsafe impl Send for Shared {}
 
-kernel::sync::global_lock! {
+crate::compat::global_lock! {
     // SAFETY: `Links::init()` initialises it in the module initialiser, before any use.
     unsafe(uninit) static SHARED: Mutex<Shared> = Shared {
         root: None,
@@ -219,7 +221,7 @@ impl Shared {
 }
 
 /// The debugfs directory `rvt_loop`, for the `num_devs` devices.
-pub(crate) fn debugfs_root() -> Result<Dir> {
+pub(crate) fn debugfs_root() -> Result<debugfs::Root> {
     SHARED.lock().root.clone().ok_or(ENODEV)
 }
 
@@ -251,7 +253,7 @@ unsafe impl Sync for LinkOps {}
 static LINK_OPS: LinkOps = LinkOps(bindings::ib_device_ops {
     dealloc_driver: Some(dealloc_driver),
     disassociate_ucontext: Some(disassociate_ucontext),
-    ..pin_init::zeroed()
+    ..crate::compat::zeroed()
 });
 
 /// What a link device has beyond the others, set before registration.
@@ -385,12 +387,12 @@ fn new_link(name: &CStr) -> Result {
     let dev = LoopDev::create(unit, parent.0, &Origin::Link { name, wq })?;
     // SAFETY: Registered just now; the user's delete waits for the lock we hold.
     let dev_ref = unsafe { DevRef::get(dev) };
-    // SAFETY: The device stays registered until the first step, which drops the scope.
-    let scope = unsafe { debugfs::qp_stats(&root, name, dev.cast()) };
+    // SAFETY: The device stays registered until the first step, which drops the directory.
+    let debugfs = unsafe { debugfs::qp_stats(&root, name, dev.cast()) };
     let link = LinkDev {
         dev: dev_ref,
         // A device without its debugfs directory works all the same.
-        debugfs: KBox::pin_init(scope, GFP_KERNEL).ok(),
+        debugfs: debugfs.ok(),
         _parent: parent,
         unit,
         deleting: false,
@@ -438,7 +440,7 @@ impl Links {
     /// # Safety
     ///
     /// Called once, from the module initialiser, before anything else of this module.
-    pub(crate) unsafe fn init(root: Dir) -> Self {
+    pub(crate) unsafe fn init(root: debugfs::Root) -> Self {
         // SAFETY: The caller's guarantee: once, before any use.
         unsafe { SHARED.init() };
         SHARED.lock().root = Some(root);

@@ -20,9 +20,10 @@ use kernel::{
     container_of,
     ffi::{c_int, c_void},
     prelude::*,
-    sync::atomic::{atomic_load, Relaxed},
     types::{ForeignOwnable, Opaque},
 };
+
+use crate::compat::atomic::{atomic_load, Relaxed};
 
 /// What rvt_loop keeps for each QP, in `rvt_qp::priv`.
 ///
@@ -52,8 +53,8 @@ impl QpPriv {
                         work,
                         Some(send_work),
                         false,
-                        c"rvt_loop_send".as_char_ptr(),
-                        kernel::static_lock_class!().as_ptr(),
+                        crate::compat::c_str_ptr(c"rvt_loop_send"),
+                        crate::compat::static_lock_class!().as_ptr(),
                     )
                 }
             }),
@@ -120,7 +121,11 @@ pub(crate) extern "C" fn priv_alloc(
     qp: *mut bindings::rvt_qp,
 ) -> *mut c_void {
     match KBox::pin_init(QpPriv::new(qp), GFP_KERNEL) {
-        Ok(b) => b.into_foreign(),
+        Ok(b) => {
+            // A `*mut` on 7.3, a `*const` on 6.12; rdmavt keeps a `void *`.
+            let p: *const c_void = b.into_foreign();
+            p.cast_mut()
+        }
         Err(e) => e.to_ptr(),
     }
 }

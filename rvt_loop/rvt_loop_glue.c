@@ -178,6 +178,23 @@ u64 rvt_loop_counters_sum(u64 __percpu *counters, u32 index)
 	return sum;
 }
 
+#ifdef RDMAVT_RS_KERNEL_6_12
+/*
+ * 6.12's rdma_link_ops has no dellink, which the removal of a link device needs (link.rs: its
+ * first step runs before ib_core unregisters it): there is no rvt_loop link type on 6.12.
+ */
+void rvt_loop_link_register(void)
+{
+}
+
+void rvt_loop_link_unregister(void)
+{
+}
+
+void rvt_loop_set_link_ops(struct ib_device *ibdev)
+{
+}
+#else
 /*
  * `rdma link add NAME type rvt_loop netdev lo` and `rdma link delete NAME` (link.rs). ib_core's
  * nldev loads this module by its alias when the type is not registered yet.
@@ -204,9 +221,98 @@ void rvt_loop_set_link_ops(struct ib_device *ibdev)
 {
 	ibdev->link_ops = &rvt_loop_link_ops;
 }
+#endif
 
 /* The queue that finishes the removal of link devices; alloc_workqueue() is a macro. */
 struct workqueue_struct *rvt_loop_link_wq_alloc(void)
 {
 	return alloc_workqueue("rvt_loop_link", WQ_UNBOUND, 0);
 }
+
+#ifdef RDMAVT_RS_KERNEL_6_12
+/*
+ * 6.12: the module parameter and the PCI driver, for which its kernel crate has no Rust API
+ * (on 7.3 both are Rust: rvt_loop_main.rs, pci.rs).
+ */
+#include <linux/pci.h>
+
+static unsigned int num_devs = 1;
+module_param(num_devs, uint, 0444);
+MODULE_PARM_DESC(num_devs,
+		 "Number of loopback devices, rvt_loop0..rvt_loop<num_devs-1> (0-64); rdma link add makes more");
+
+u32 rvt_loop_num_devs(void)
+{
+	return num_devs;
+}
+
+static const struct pci_device_id rvt_loop_pci_ids[] = {
+	{ PCI_DEVICE(PCI_VENDOR_ID_REDHAT, 0x5) },
+	{ }
+};
+MODULE_DEVICE_TABLE(pci, rvt_loop_pci_ids);
+
+static int rvt_loop_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	void *devs = rvt_loop_pci_probe(pdev);
+
+	if (IS_ERR(devs))
+		return PTR_ERR(devs);
+	pci_set_drvdata(pdev, devs);
+	return 0;
+}
+
+static void rvt_loop_remove(struct pci_dev *pdev)
+{
+	rvt_loop_pci_remove(pci_get_drvdata(pdev));
+}
+
+static struct pci_driver rvt_loop_pci_driver = {
+	.name = "rvt_loop",
+	.id_table = rvt_loop_pci_ids,
+	.probe = rvt_loop_probe,
+	.remove = rvt_loop_remove,
+};
+
+int rvt_loop_pci_register(void)
+{
+	return pci_register_driver(&rvt_loop_pci_driver);
+}
+
+void rvt_loop_pci_unregister(void)
+{
+	pci_unregister_driver(&rvt_loop_pci_driver);
+}
+#endif
+
+#ifdef RDMAVT_RS_KERNEL_6_12
+/* 6.12: debugfs, for which its kernel crate has no Rust API (on 7.3: debugfs.rs). */
+#include <linux/debugfs.h>
+#include <linux/seq_file.h>
+
+void *rvt_loop_debugfs_dir(const char *name, void *parent)
+{
+	return debugfs_create_dir(name, parent);
+}
+
+void rvt_loop_debugfs_remove(void *dentry)
+{
+	debugfs_remove(dentry);
+}
+
+static int qp_stats_show(struct seq_file *m, void *v)
+{
+	return rvt_loop_print_qps(m, m->private);
+}
+DEFINE_SHOW_ATTRIBUTE(qp_stats);
+
+void rvt_loop_debugfs_qp_stats(void *dir, struct rvt_dev_info *rdi)
+{
+	debugfs_create_file("qp_stats", 0444, dir, rdi, &qp_stats_fops);
+}
+
+void rvt_loop_seq_write(void *m, const char *s, size_t len)
+{
+	seq_write(m, s, len);
+}
+#endif

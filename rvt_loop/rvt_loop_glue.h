@@ -58,4 +58,24 @@ void rvt_loop_link_unregister(void);
 void rvt_loop_set_link_ops(struct ib_device *ibdev);
 struct workqueue_struct *rvt_loop_link_wq_alloc(void);
 
+#ifdef RDMAVT_RS_KERNEL_6_12
+struct pci_dev;
+
+/* 6.12: the num_devs module parameter, and the PCI driver's registration (C). */
+u32 rvt_loop_num_devs(void);
+int rvt_loop_pci_register(void);
+void rvt_loop_pci_unregister(void);
+/* Rust (pci.rs): probe's driver data (or an ERR_PTR), and its release at remove. */
+void *rvt_loop_pci_probe(struct pci_dev *pdev);
+void rvt_loop_pci_remove(void *devs);
+
+/* 6.12: debugfs (C), and the Rust (debugfs.rs) `show` of qp_stats. */
+struct rvt_dev_info;
+void *rvt_loop_debugfs_dir(const char *name, void *parent);
+void rvt_loop_debugfs_remove(void *dentry);
+void rvt_loop_debugfs_qp_stats(void *dir, struct rvt_dev_info *rdi);
+void rvt_loop_seq_write(void *m, const char *s, size_t len);
+int rvt_loop_print_qps(void *m, struct rvt_dev_info *rdi);
+#endif
+
 #endif /* RVT_LOOP_GLUE_H */

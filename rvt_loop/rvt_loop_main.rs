@@ -7,7 +7,10 @@
 //! libhfi1verbs serves it. It runs on rdmavt-rs and on the in-tree C rdmavt alike. More
 //! devices come and go with `rdma link add NAME type rvt_loop netdev lo` and `rdma link
 //! delete NAME` ([`link`]); the first loads the module if needed (its alias,
-//! `rdma-link-rvt_loop`).
+//! `rdma-link-rvt_loop`). Not on 6.12, whose `rdma_link_ops` has no `dellink`.
+//!
+//! It builds for 7.3 and 6.12 (`crate::compat`); where 6.12's kernel crate has no API for
+//! it, the module parameter, the PCI driver ([`pci`]) and debugfs ([`debugfs`]) are C's.
 //!
 //! The C rdmavt prints through the driver's PCI device (its log macros dereference
 //! `get_pci_dev()`), so the devices are served by a real PCI device when there is one: rvt_loop
@@ -19,9 +22,13 @@
 #[path = "../bindings/mod.rs"]
 mod bindings;
 mod callbacks;
+// The kernel-crate differences between 7.3 and 6.12, as rdmavt-rs has them.
+#[path = "../compat/mod.rs"]
+mod compat;
 mod debugfs;
 mod device;
 mod link;
+mod pci;
 mod qp;
 mod rdmavt;
 mod stats;
@@ -29,16 +36,11 @@ mod tables;
 mod ud;
 
 use device::DeviceSet;
-use kernel::{
-    debugfs::Dir,
-    device::Core,
-    driver,
-    ffi::c_int,
-    pci,
-    prelude::*,
-    sync::atomic::{Acquire, AtomicFlag, Full, Release},
-};
+use kernel::{ffi::c_int, prelude::*};
 
+use crate::compat::atomic::{Acquire, AtomicFlag, Full, Release};
+
+#[cfg(not(rdmavt_kernel_6_12))]
 module! {
     type: RvtLoop,
     name: "rvt_loop",
@@ -54,17 +56,44 @@ module! {
     },
 }
 
+// 6.12's `module!` has one `author` and no `params`: `num_devs` is a C module parameter there
+// (rvt_loop_glue.c).
+#[cfg(rdmavt_kernel_6_12)]
+module! {
+    type: RvtLoop,
+    name: "rvt_loop",
+    author: "rdmavt-rs developers",
+    description: "Software loopback HFI on rdmavt",
+    license: "GPL",
+}
+
 /// The most devices one load creates (LIDs 1 to 64).
 const MAX_DEVS: u32 = 64;
 
 /// The marker rdmavt-rs exports (an `int`, non-zero) when it accepts devices without a PCI
 /// device. Looked up at run time, never imported: an import would keep rvt_loop from loading
 /// on the C rdmavt. symbol_get() only returns symbols exported with EXPORT_SYMBOL_GPL.
-const SOFT_DEVICE_MARKER: &CStr = c"rdmavt_rs_soft_device_ok";
+const SOFT_DEVICE_MARKER: &core::ffi::CStr = c"rdmavt_rs_soft_device_ok";
+
+/// The `num_devs` module parameter.
+#[cfg(not(rdmavt_kernel_6_12))]
+fn num_devs() -> u32 {
+    module_parameters::num_devs.value()
+}
+
+/// The `num_devs` module parameter, a C one on 6.12 (rvt_loop_glue.c).
+#[cfg(rdmavt_kernel_6_12)]
+fn num_devs() -> u32 {
+    extern "C" {
+        fn rvt_loop_num_devs() -> u32;
+    }
+    // SAFETY: reads a module parameter of this module.
+    unsafe { rvt_loop_num_devs() }
+}
 
 /// `num_devs`, checked.
 fn device_count() -> Result<u32> {
-    let count = module_parameters::num_devs.value();
+    let count = num_devs();
     if count > MAX_DEVS {
         pr_err!("num_devs={count} is out of range 0-{MAX_DEVS}\n");
         return Err(EINVAL);
@@ -76,14 +105,14 @@ fn device_count() -> Result<u32> {
 pub(crate) fn soft_devices_ok() -> bool {
     // SAFETY: The name is a valid C string. A non-null result holds a reference on the
     // exporting module, which __symbol_put() below drops.
-    let marker = unsafe { kernel::bindings::__symbol_get(SOFT_DEVICE_MARKER.as_char_ptr()) };
+    let marker = unsafe { kernel::bindings::__symbol_get(compat::c_str_ptr(SOFT_DEVICE_MARKER)) };
     if marker.is_null() {
         return false;
     }
     // SAFETY: The marker is an exported `int` of the module we hold a reference on.
     let ok = unsafe { marker.cast::<c_int>().read() } != 0;
     // SAFETY: Balances the successful __symbol_get() above; `marker` is not used after it.
-    unsafe { kernel::bindings::__symbol_put(SOFT_DEVICE_MARKER.as_char_ptr()) };
+    unsafe { kernel::bindings::__symbol_put(compat::c_str_ptr(SOFT_DEVICE_MARKER)) };
     ok
 }
 
@@ -108,7 +137,7 @@ impl Drop for Claim {
 
 /// The devices and the claim on their names. Fields drop in order: the PCI device is no
 /// longer lent to new link devices, then the devices go.
-struct Devices {
+pub(crate) struct Devices {
     _serving: link::Serving,
     _devs: DeviceSet,
     _claim: Claim,
@@ -117,7 +146,7 @@ struct Devices {
 impl Devices {
     /// Registers the `num_devs` devices, served by `pdev` (null: no PCI device), and lends
     /// `pdev` to link devices. ENODEV when another owner has them already.
-    fn new(pdev: *mut bindings::pci_dev) -> Result<Self> {
+    pub(crate) fn new(pdev: *mut bindings::pci_dev) -> Result<Self> {
         let claim = Claim::take().ok_or(ENODEV)?;
         let devs = DeviceSet::new(device_count()?, pdev, link::debugfs_root()?)?;
         Ok(Self {
@@ -128,44 +157,12 @@ impl Devices {
     }
 }
 
-/// The PCI driver: its only job is to give rdmavt a `pci_dev` to print through, for as long
-/// as the devices exist.
-struct LoopPci;
-
-kernel::pci_device_table!(
-    PCI_TABLE,
-    <LoopPci as pci::Driver>::IdInfo,
-    [(pci::DeviceId::from_id(pci::Vendor::REDHAT, 0x5), ())]
-);
-
-impl pci::Driver for LoopPci {
-    type IdInfo = ();
-    type Data<'bound> = Devices;
-    const ID_TABLE: pci::IdTable<Self::IdInfo> = &PCI_TABLE;
-
-    fn probe<'bound>(
-        pdev: &'bound pci::Device<Core<'_>>,
-        _info: Option<&'bound Self::IdInfo>,
-    ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
-        // CAST: `pci::Device` is a transparent wrapper of `struct pci_dev`. rdmavt gets the
-        // pointer; the devices are unregistered (`Devices` dropped) when we unbind, before
-        // the PCI device can go away. A second pci-testdev gets ENODEV, which the driver core
-        // takes quietly.
-        let raw = core::ptr::from_ref(pdev)
-            .cast::<bindings::pci_dev>()
-            .cast_mut();
-        let devs = Devices::new(raw)?;
-        dev_info!(pdev, "registered rvt_loop devices\n");
-        Ok(devs)
-    }
-}
-
 struct RvtLoop {
     /// The link type and whatever link devices are left. Dropped first.
     _links: link::Links,
     /// The devices when no PCI device serves them (rdmavt-rs only).
     _soft: Option<Devices>,
-    _pci: Pin<KBox<driver::Registration<pci::Adapter<LoopPci>>>>,
+    _pci: pci::Registration,
 }
 
 impl kernel::Module for RvtLoop {
@@ -173,10 +170,10 @@ impl kernel::Module for RvtLoop {
         // A bad num_devs fails the load, not only the probe.
         device_count()?;
         // SAFETY: Once, here, before anything else of the module runs.
-        let mut links = unsafe { link::Links::init(Dir::new(c"rvt_loop")) };
+        let mut links = unsafe { link::Links::init(debugfs::Root::new(c"rvt_loop")?) };
         // PCI drivers probe synchronously during registration, so after this line `CLAIMED`
         // tells whether a pci-testdev took the devices.
-        let pci = KBox::pin_init(driver::Registration::new(c"rvt_loop", module), GFP_KERNEL)?;
+        let pci = pci::Registration::new(module)?;
         let soft = if CLAIMED.load(Acquire) {
             None
         } else if soft_devices_ok() {

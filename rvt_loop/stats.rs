@@ -17,12 +17,15 @@
 //!   so they are per-CPU and summed when read ([`Counters`]).
 
 use crate::{bindings, device::LoopDev};
+use core::ffi::CStr;
 use core::{mem::offset_of, ptr::NonNull};
+
 use kernel::{
     ffi::{c_int, c_ulong},
     prelude::*,
-    sync::atomic::{atomic_load, Relaxed},
 };
+
+use crate::compat::atomic::{atomic_load, Relaxed};
 
 /// rvt_loop's own counters, in the order `rdma statistic` shows them after rdmavt's.
 #[derive(Clone, Copy)]

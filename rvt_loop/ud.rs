@@ -15,13 +15,13 @@
 //! hfi1. Delivery takes the receiver's `r_lock` alone. So the engine never holds two QP
 //! locks at once, and the receiver may be the sender itself.
 
-use crate::{bindings, device::LoopDev, rdmavt, stats::Counter};
-use core::mem::size_of;
-use kernel::sync::{
+use crate::compat::{
     atomic::{atomic_load, Relaxed},
-    lock::{spinlock::SpinLockIrqBackend, Guard, Lock},
+    lock::{Guard, Lock, SpinLockIrqBackend},
     rcu,
 };
+use crate::{bindings, device::LoopDev, rdmavt, stats::Counter};
+use core::mem::size_of;
 
 type Qp = bindings::rvt_qp;
 type IbQpType = bindings::ib_qp_type;

@@ -26,9 +26,7 @@ repo=$(cd "$here/.." && pwd)
 . "$here/lib.sh"
 
 repo=$(module_tree "$repo")
-ours=(rdmavt)
-# rvt_loop is not built for the 6.12 line yet (README, "Kernels").
-[ "$KERNEL_LINE" != 7.3 ] || ours+=(rvt_loop)
+ours=(rdmavt rvt_loop)
 # Built beside them for the tests (tests/kverbs/); kbuild installs every module of the build,
 # so these are taken out again. Never on a user's machine.
 test_only=(rvt_loop_kverbs)

@@ -125,23 +125,23 @@ pub(crate) unsafe trait AtomicAdd: AtomicType {
 }
 
 macro_rules! atomic_type {
-    ($($t:ty => $core:ident $(+ $add:ident)?;)*) => {$(
+    ($([$($g:ident)?] $t:ty => $core:ty $(, $add:ident)?;)*) => {$(
         // SAFETY: each operation is `core`'s atomic of the same size and alignment.
-        unsafe impl AtomicType for $t {
+        unsafe impl$(<$g>)? AtomicType for $t {
             #[inline(always)]
             unsafe fn load(p: *mut Self, o: CoreOrdering) -> Self {
                 // SAFETY: the caller's guarantee.
-                unsafe { core_atomic::$core::from_ptr(p) }.load(o)
+                unsafe { <$core>::from_ptr(p) }.load(o)
             }
             #[inline(always)]
             unsafe fn store(p: *mut Self, v: Self, o: CoreOrdering) {
                 // SAFETY: the caller's guarantee.
-                unsafe { core_atomic::$core::from_ptr(p) }.store(v, o)
+                unsafe { <$core>::from_ptr(p) }.store(v, o)
             }
             #[inline(always)]
             unsafe fn swap(p: *mut Self, v: Self, o: CoreOrdering) -> Self {
                 // SAFETY: the caller's guarantee.
-                unsafe { core_atomic::$core::from_ptr(p) }.swap(v, o)
+                unsafe { <$core>::from_ptr(p) }.swap(v, o)
             }
             #[inline(always)]
             unsafe fn compare_exchange(
@@ -152,7 +152,7 @@ macro_rules! atomic_type {
                 failure: CoreOrdering,
             ) -> Result<Self, Self> {
                 // SAFETY: the caller's guarantee.
-                unsafe { core_atomic::$core::from_ptr(p) }.compare_exchange(old, new, success, failure)
+                unsafe { <$core>::from_ptr(p) }.compare_exchange(old, new, success, failure)
             }
         }
         $(
@@ -161,12 +161,12 @@ macro_rules! atomic_type {
                 #[inline(always)]
                 unsafe fn fetch_add(p: *mut Self, v: Self, o: CoreOrdering) -> Self {
                     // SAFETY: the caller's guarantee.
-                    unsafe { core_atomic::$core::from_ptr(p) }.fetch_add(v, o)
+                    unsafe { <$core>::from_ptr(p) }.fetch_add(v, o)
                 }
                 #[inline(always)]
                 unsafe fn fetch_sub(p: *mut Self, v: Self, o: CoreOrdering) -> Self {
                     // SAFETY: the caller's guarantee.
-                    unsafe { core_atomic::$core::from_ptr(p) }.fetch_sub(v, o)
+                    unsafe { <$core>::from_ptr(p) }.fetch_sub(v, o)
                 }
             }
         )?
@@ -174,45 +174,17 @@ macro_rules! atomic_type {
 }
 
 atomic_type! {
-    i8 => AtomicI8 + AtomicAdd;
-    u8 => AtomicU8 + AtomicAdd;
-    i32 => AtomicI32 + AtomicAdd;
-    u32 => AtomicU32 + AtomicAdd;
-    i64 => AtomicI64 + AtomicAdd;
-    u64 => AtomicU64 + AtomicAdd;
-    usize => AtomicUsize + AtomicAdd;
-    isize => AtomicIsize + AtomicAdd;
-    bool => AtomicBool;
-}
-
-// SAFETY: `AtomicPtr<T>` is a pointer-sized atomic, as `*mut T` is.
-unsafe impl<T> AtomicType for *mut T {
-    #[inline(always)]
-    unsafe fn load(p: *mut Self, o: CoreOrdering) -> Self {
-        // SAFETY: the caller's guarantee.
-        unsafe { core_atomic::AtomicPtr::from_ptr(p) }.load(o)
-    }
-    #[inline(always)]
-    unsafe fn store(p: *mut Self, v: Self, o: CoreOrdering) {
-        // SAFETY: the caller's guarantee.
-        unsafe { core_atomic::AtomicPtr::from_ptr(p) }.store(v, o)
-    }
-    #[inline(always)]
-    unsafe fn swap(p: *mut Self, v: Self, o: CoreOrdering) -> Self {
-        // SAFETY: the caller's guarantee.
-        unsafe { core_atomic::AtomicPtr::from_ptr(p) }.swap(v, o)
-    }
-    #[inline(always)]
-    unsafe fn compare_exchange(
-        p: *mut Self,
-        old: Self,
-        new: Self,
-        success: CoreOrdering,
-        failure: CoreOrdering,
-    ) -> Result<Self, Self> {
-        // SAFETY: the caller's guarantee.
-        unsafe { core_atomic::AtomicPtr::from_ptr(p) }.compare_exchange(old, new, success, failure)
-    }
+    [] i8 => core_atomic::AtomicI8, AtomicAdd;
+    [] u8 => core_atomic::AtomicU8, AtomicAdd;
+    [] i32 => core_atomic::AtomicI32, AtomicAdd;
+    [] u32 => core_atomic::AtomicU32, AtomicAdd;
+    [] i64 => core_atomic::AtomicI64, AtomicAdd;
+    [] u64 => core_atomic::AtomicU64, AtomicAdd;
+    [] usize => core_atomic::AtomicUsize, AtomicAdd;
+    [] isize => core_atomic::AtomicIsize, AtomicAdd;
+    [] bool => core_atomic::AtomicBool;
+    // `AtomicPtr<T>` is a pointer-sized atomic, as `*mut T` is.
+    [T] *mut T => core_atomic::AtomicPtr<T>;
 }
 
 /// A value accessed only atomically: 7.3's `kernel::sync::atomic::Atomic<T>`.

@@ -4,8 +4,15 @@
 //! only their path changed.
 
 pub(crate) mod atomic;
+mod global_lock;
+mod kvec;
 pub(crate) mod lock;
 pub(crate) mod rcu;
+
+pub(crate) use global_lock::{global_lock, GlobalMutex};
+/// `fmt!`, at the crate's root on 6.12 (in the prelude on 7.3).
+pub(crate) use kernel::fmt;
+pub(crate) use kvec::KVecExt;
 
 use core::{cell::UnsafeCell, mem::MaybeUninit};
 
@@ -112,6 +119,14 @@ macro_rules! tracepoint_enabled {
     };
 }
 pub(crate) use tracepoint_enabled;
+
+/// A value of all zeroes (7.3's `pin_init::zeroed()`), for the types that implement
+/// `Zeroable`: on 6.12 the generated bindings do not, and `bindings/mod.rs` implements it for
+/// the C structs built from zeroes.
+pub(crate) const fn zeroed<T: kernel::init::Zeroable>() -> T {
+    // SAFETY: `Zeroable` promises that all zeroes is a valid `T`.
+    unsafe { core::mem::zeroed() }
+}
 
 /// `EOPNOTSUPP`, which 6.12's `kernel::error::code` lacks; `Error` has no public constant
 /// constructor there, hence a function on both lines.
