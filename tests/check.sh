@@ -93,11 +93,14 @@ vm_tests() {
 	show "$tap"
 }
 
-# The same pyverbs tests on both modules must end the same way, test by test.
+# The same pyverbs tests on both modules must end the same way, test by test (on the given
+# kernel line, 7.3 by default).
 differential() {
-	local tap=$results/differential.tap
-	python3 "$tests/tap.py" diff "pyverbs rdmavt-rs / C rdmavt" "$results/vm-rs/pyverbs.log" \
-		"$results/vm-c/pyverbs.log" "$tests/pyverbs-known-gaps" >"$tap"
+	local line=${1:-7.3} run=vm tap=$results/differential.tap
+	[ "$line" = 7.3 ] || { run=vm-$line; tap=$results/differential-$line.tap; }
+	python3 "$tests/tap.py" diff "pyverbs rdmavt-rs / C rdmavt${1:+ on $line}" \
+		"$results/$run-rs/pyverbs.log" "$results/$run-c/pyverbs.log" \
+		"$tests/pyverbs-known-gaps" >"$tap"
 	show "$tap"
 }
 
@@ -109,9 +112,10 @@ vm_timeout=$((2400 + 12 * ${RDMAVT_RS_STRESS_DURATION:-0}))
 
 # The 6.12 LTS line: its test kernel (built and cached like 7.3's) and the modules built for it
 # in .build/6.12/, with the export check (make KERNEL=6.12 modules), then the named subset of
-# the kselftests below on rdmavt-rs and on 6.12's C rdmavt (README, "Kernels": rvt_loop and
-# the KUnit suites are not on 6.12 yet, so neither is any test that needs them).
-tests_612="module_load hfi1 qib modules_install"
+# the kselftests below on rdmavt-rs and on 6.12's C rdmavt (README, "Kernels": the KUnit
+# suites and kverbs, and rdma_link, are 7.3-only).
+tests_612="module_load hfi1 qib modules_install pingpong pyverbs hostile_rq loopback"
+tests_612+=" post_send qp_dump hw_counters rvt_loop_device"
 leg_612() {
 	local tap=$results/build-6.12.tap
 	echo "# building the 6.12 test kernel (first time: about 15 minutes) and the modules for it"
@@ -130,6 +134,7 @@ leg_612() {
 	fi
 	RDMAVT_RS_TESTS=$tests_612 vm_tests rs 6.12
 	RDMAVT_RS_TESTS=$tests_612 vm_tests c 6.12
+	differential 6.12
 }
 
 [ -n "${RDMAVT_RS_TESTS:-}" ] || host_tests
