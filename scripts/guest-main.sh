@@ -8,6 +8,7 @@ set -euo pipefail
 
 insmod "$RDMAVT_RS_REPO/rvt_loop.ko"
 trap 'rmmod rvt_loop' EXIT
+echo "== kernel $(uname -r)"
 echo "== modules"
 lsmod | grep -E "^(rvt_loop|rdmavt|ib_uverbs|ib_core)\b"
 echo "== rdmavt: $(modinfo -F description "$RDMAVT_RS_REPO/rdmavt.ko")"
