@@ -9,7 +9,8 @@
 #                     kernel's), with rustc-web's rustfmt; make rustfmtcheck only checks
 #   make run          the main job: boot the test VM, load the modules, show the RDMA devices
 #   make check        every test: host-side tests, then KUnit and kselftests in the VM, on
-#                     rdmavt-rs and on the in-tree C rdmavt
+#                     rdmavt-rs and on the in-tree C rdmavt; then the 6.12 leg (its kernel,
+#                     the modules for it, and a subset of the kselftests on both rdmavt)
 #   make test-progs   the C test programs (tests/progs/) into .test-bin/
 #   make clean
 #   make modules_install    install rdmavt.ko and rvt_loop.ko into <modules dir>/<release>/updates
