@@ -30,6 +30,29 @@ fn wants_mapped_ring(udata: *mut bindings::ib_udata) -> bool {
     !udata.is_null() && unsafe { (*udata).outlen } >= core::mem::size_of::<u64>()
 }
 
+/// Writes `v` as the verb's reply, as 7.3's C rdmavt does: `ib_respond_udata()`.
+///
+/// # Safety
+///
+/// `udata` is valid, with room for a u64.
+#[cfg(not(rdmavt_kernel_6_12))]
+unsafe fn respond_u64(udata: *mut bindings::ib_udata, mut v: u64) -> Result {
+    // SAFETY: the caller's guarantee; `v` is a local u64.
+    to_result(unsafe { bindings::_ib_respond_udata(udata, (&raw mut v).cast(), 8) })
+}
+
+/// Writes `v` as the verb's reply, as 6.12's C rdmavt does: `ib_copy_to_udata()` (6.12 has
+/// no `ib_respond_udata()`).
+///
+/// # Safety
+///
+/// `udata` is valid, with room for a u64.
+#[cfg(rdmavt_kernel_6_12)]
+unsafe fn respond_u64(udata: *mut bindings::ib_udata, mut v: u64) -> Result {
+    // SAFETY: the caller's guarantee; `v` is a local u64.
+    to_result(unsafe { bindings::rdmavt_rs_ib_copy_to_udata(udata, (&raw mut v).cast(), 8) })
+}
+
 /// Tells user space where to mmap the ring.
 fn reply_offset(udata: *mut bindings::ib_udata, info: &MmapInfo) -> Result {
     let mut offset = info.offset();
@@ -290,16 +313,8 @@ fn resize(cq: &Cq, dev: &Device, cqe: u32, udata: *mut bindings::ib_udata) -> Re
     let (ring, size) = Ring::alloc(cqe, user, dev.dparms().node)?;
     // Check that the reply can be written before anything changes.
     if user {
-        let mut zero = 0u64;
-        // SAFETY: `udata` is valid with room for a u64.
-        #[cfg(not(rdmavt_kernel_6_12))]
-        let replied = unsafe { bindings::_ib_respond_udata(udata, (&raw mut zero).cast(), 8) };
-        // 6.12 has no ib_respond_udata() (7.x): ib_copy_to_udata(), as 6.12's C rdmavt.
-        // SAFETY: as above.
-        #[cfg(rdmavt_kernel_6_12)]
-        let replied =
-            unsafe { bindings::rdmavt_rs_ib_copy_to_udata(udata, (&raw mut zero).cast(), 8) };
-        if let Err(e) = to_result(replied) {
+        // SAFETY: `udata` is valid with room for a u64 (`wants_mapped_ring`).
+        if let Err(e) = unsafe { respond_u64(udata, 0) } {
             // SAFETY: nothing else has seen the new ring.
             unsafe { ring.free() };
             return Err(e);
