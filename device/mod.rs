@@ -32,24 +32,10 @@ pub(crate) fn limit<T: TryInto<u32>>(v: T) -> u32 {
     v.try_into().unwrap_or(0)
 }
 
-/// `v` as a limit of `ib_device_attr`: itself on 7.3; on 6.12 an `int`, the largest one when
-/// `v` is beyond it.
-pub(crate) fn to_limit<T: TryFrom<u32> + Bounded>(v: u32) -> T {
-    T::try_from(v).unwrap_or(T::MAX)
-}
-
-/// The integer types of `ib_device_attr`'s limits, with their largest value.
-pub(crate) trait Bounded {
-    /// The largest value.
-    const MAX: Self;
-}
-
-impl Bounded for u32 {
-    const MAX: Self = u32::MAX;
-}
-
-impl Bounded for i32 {
-    const MAX: Self = i32::MAX;
+/// `v` as a limit of `ib_device_attr`: itself on 7.3, an `int` on 6.12. The one caller's
+/// value, the lkey table's size, is at most 2^23 and fits; one that did not would become 0.
+pub(crate) fn to_limit<T: TryFrom<u32> + Default>(v: u32) -> T {
+    T::try_from(v).unwrap_or_default()
 }
 
 /// One port of a device: the driver's `struct rvt_ibport`.
