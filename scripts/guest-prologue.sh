@@ -25,10 +25,7 @@ if [ "$RDMAVT_RS_RDMAVT" != none ]; then
 		exit 1 ;;
 	esac
 fi
-case "$RDMAVT_RS_RDMAVT" in
-rs) insmod "$RDMAVT_RS_REPO/rdmavt.ko" ;;
-c) modprobe rdmavt ;;
-none) ;;
-esac
+. "$RDMAVT_RS_REPO/tests/lib/rdmavt.sh"
+load_run_rdmavt
 
 exec "$@"
