@@ -27,8 +27,8 @@
 #   make stress       the stress suite alone (tests/kselftest/stress.sh) on both rdmavt modules,
 #                     each phase DURATION seconds (default 60; make check runs it with 8)
 #
-# KERNEL=6.12 (make, run, check-6.12): the same for the 6.12 LTS line, on its own cached kernel
-# (scripts/kernel.sh), built in .build/6.12/.
+# KERNEL=6.12 (make, make run, make modules_install): the same for the 6.12 LTS line, on its own
+# cached kernel (scripts/kernel.sh), built in .build/6.12/.
 # A user's own Rust-enabled kernel: make KDIR=/lib/modules/$(uname -r)/build
 
 REPO := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
@@ -53,18 +53,14 @@ endif
 # KDIR_CMD builds and the tests boot; the scripts read it from the environment.
 KERNEL ?= 7.3
 export KERNEL
-# Where the modules are built. kbuild writes its objects beside the sources, so the 6.12 line
-# builds in a copy of the tree, .build/6.12/, synced before each build (rsync keeps the times,
-# so kbuild rebuilds only what changed); the tests of a 6.12 VM run from that copy.
-ifeq ($(KERNEL),7.3)
-BUILD_TREE := $(REPO)
-SYNC_TREE := true
-else ifneq ($(wildcard $(REPO)/.build-tree),)
-# This is such a copy (make run from inside it, the tests in a 6.12 VM).
-BUILD_TREE := $(REPO)
+# Where the modules are built (lib.sh's module_tree). kbuild writes its objects beside the
+# sources, so the 6.12 line builds in a copy of the tree, .build/6.12/, synced before each
+# build (rsync keeps the times, so kbuild rebuilds only what changed); the tests of a 6.12 VM
+# run from that copy, and a make inside the copy builds there.
+BUILD_TREE := $(shell KERNEL=$(KERNEL) bash -c '. $(SCRIPTS)/lib.sh && module_tree $(REPO)')
+ifeq ($(BUILD_TREE),$(REPO))
 SYNC_TREE := true
 else
-BUILD_TREE := $(REPO)/.build/$(KERNEL)
 SYNC_TREE := bash $(SCRIPTS)/sync-tree.sh $(BUILD_TREE)
 endif
 

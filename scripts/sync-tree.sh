@@ -15,12 +15,11 @@ repo=$(cd "$here/.." && pwd)
 dir=${1:?usage: sync-tree.sh DIR}
 
 mkdir -p "$dir"
-# The sources git knows of, tracked or new (not ignored), as rsync's list.
-(cd "$repo" && git ls-files -z --cached --others --exclude-standard) |
-	rsync -a --from0 --files-from=- "$repo/" "$dir/"
-# Sources deleted from the checkout: a stale .rs or .c would still be compiled.
-git -C "$repo" ls-files -z --cached --others --exclude-standard | tr '\0' '\n' | sort \
-	>"$dir/.sources.new"
+# The sources git knows of, tracked or new (not ignored): copied, and kept as the copy's list.
+git -C "$repo" ls-files --cached --others --exclude-standard | sort >"$dir/.sources.new"
+rsync -a --files-from="$dir/.sources.new" "$repo/" "$dir/"
+# Sources deleted from the checkout since the last sync: a stale .rs or .c would still be
+# compiled.
 if [ -f "$dir/.sources" ]; then
 	comm -23 "$dir/.sources" "$dir/.sources.new" | while IFS= read -r f; do
 		rm -f "$dir/$f"
