@@ -12,10 +12,17 @@
 //! signature and the same semantics (`v6_12/`), so that the crate is written once, against
 //! the newer API, and the older line costs one module.
 
-// Each crate that includes this module (rdmavt.ko's, rvt_loop's) uses a part of it.
+// Each crate that includes this module (rdmavt.ko's, rvt_loop's, rvt_loop_kverbs's) uses a
+// part of it; rvt_loop_kverbs uses only `kunit`.
 #[allow(dead_code, unused_imports, unused_macros)]
 #[cfg_attr(not(rdmavt_kernel_6_12), path = "v7_3.rs")]
 #[cfg_attr(rdmavt_kernel_6_12, path = "v6_12/mod.rs")]
 mod imp;
 
+#[allow(unused_imports)]
 pub(crate) use imp::*;
+
+// The KUnit suites' harness, for the crates that have suites.
+#[cfg(rdmavt_kunit)]
+#[allow(dead_code, unused_imports, unused_macros)]
+pub(crate) mod kunit;

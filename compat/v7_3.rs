@@ -81,6 +81,12 @@ pub(crate) fn eopnotsupp() -> kernel::error::Error {
     kernel::error::code::EOPNOTSUPP
 }
 
+/// `ETIMEDOUT`, a function for the same reason.
+#[inline(always)]
+pub(crate) fn etimedout() -> kernel::error::Error {
+    kernel::error::code::ETIMEDOUT
+}
+
 /// `container_of!`: the struct that holds the field `$field` at `$ptr`, as a `*mut`.
 macro_rules! container_of {
     ($ptr:expr, $type:ty, $($field:tt)*) => {
@@ -88,3 +94,14 @@ macro_rules! container_of {
     };
 }
 pub(crate) use container_of;
+
+/// Sleeping for a while.
+pub(crate) mod time {
+    pub(crate) use kernel::time::{delay::fsleep, Delta};
+}
+
+/// KUnit's test case and suite constructors (what `#[kunit_tests]` builds on).
+#[cfg(rdmavt_kunit)]
+pub(crate) mod kunit {
+    pub(crate) use kernel::{kunit::kunit_case, kunit_unsafe_test_suite};
+}

@@ -3,10 +3,8 @@
 //! The rdmavt_rs_krwq KUnit suite: the ring's two sides on kernel and (hostile) user rings,
 //! the SRQ resize copy, and a producer and a consumer running at once on two CPUs.
 
-use kernel::prelude::*;
-
-#[kunit_tests(rdmavt_rs_krwq)]
 mod suite {
+    use crate::compat::kunit::{assert, assert_eq};
     use core::ffi::c_void;
 
     use kernel::{ffi::c_int, prelude::*, types::Opaque};
@@ -95,7 +93,6 @@ mod suite {
         Ok(c.take()?.map(|w| (w.wr_id, w.num_sge())))
     }
 
-    #[test]
     fn empty() {
         let q = TestRq::new(4, 2, false);
         assert_eq!(take(q.rq()), Ok(None));
@@ -103,7 +100,6 @@ mod suite {
         assert!(q.rq().producer().reserve().is_ok());
     }
 
-    #[test]
     fn full_and_bad_sge_count() {
         let q = TestRq::new(4, 2, false);
         for i in 0..3 {
@@ -119,7 +115,6 @@ mod suite {
         assert_eq!(post(q.rq(), 3, 2), Ok(()));
     }
 
-    #[test]
     fn wrap_around_keeps_order() {
         let q = TestRq::new(4, 1, false);
         let mut next_post = 0;
@@ -137,7 +132,6 @@ mod suite {
         assert_eq!(take(q.rq()), Ok(None));
     }
 
-    #[test]
     fn count_as_c() {
         assert_eq!(rq_count(8, 6, 2), 4);
         assert_eq!(rq_count(8, 2, 6), 4);
@@ -170,7 +164,6 @@ mod suite {
         assert_eq!(q.rq().consumer().count(), 0);
     }
 
-    #[test]
     fn hostile_user_indices() {
         let q = TestRq::new(4, 1, true);
         let (head, tail) = q.user_indices();
@@ -196,7 +189,6 @@ mod suite {
     /// The credit an RC ACK advertises counts the indices the two sides move: the mmap'ed
     /// ring's for a user queue, even without mmap info, where the C rdmavt and (once) our
     /// `rvt_compute_aeth` read the kernel ring's, which nothing moves.
-    #[test]
     fn posted_unlocked_counts_the_ring_in_use() {
         for user in [false, true] {
             let q = TestRq::new(8, 1, user);
@@ -220,7 +212,6 @@ mod suite {
         assert_eq!(q.rq().posted_unlocked(), 2);
     }
 
-    #[test]
     fn hostile_user_num_sge() {
         let q = TestRq::new(4, 2, true);
         assert_eq!(post(q.rq(), 9, 2), Ok(()));
@@ -243,7 +234,6 @@ mod suite {
         assert_eq!(copied, Err(CopyError::Corrupt));
     }
 
-    #[test]
     fn resize_copy_keeps_order() {
         let q = TestRq::new(4, 2, false);
         // Make the queued WQEs wrap around the end of the old ring.
@@ -363,7 +353,6 @@ mod suite {
 
     /// A producer kthread on CPU 0 and a consumer kthread on CPU 1 pass 20000 WQEs through
     /// an 8-slot ring; every WQE arrives once, in order, whole (lockdep watching the locks).
-    #[test]
     fn producer_and_consumer_on_two_cpus() {
         let q = TestRq::new(8, 2, false);
         let shared = KBox::new(
@@ -397,4 +386,19 @@ mod suite {
         assert_eq!(shared.bad.load(Relaxed), 0);
         assert_eq!(take(q.rq()), Ok(None));
     }
+
+    crate::compat::kunit::kunit_suite!(
+        rdmavt_rs_krwq,
+        [
+            empty,
+            full_and_bad_sge_count,
+            wrap_around_keeps_order,
+            count_as_c,
+            hostile_user_indices,
+            posted_unlocked_counts_the_ring_in_use,
+            hostile_user_num_sge,
+            resize_copy_keeps_order,
+            producer_and_consumer_on_two_cpus,
+        ]
+    );
 }

@@ -3,7 +3,7 @@
 //! The `rdmavt_rs_layout` KUnit suite: every size, alignment and offset of the ABI structs
 //! agrees between Rust and C, and the tables cover the structs hfi1 touches.
 
-use kernel::{prelude::*, str::CStr};
+use core::ffi::CStr;
 
 use super::{mismatches, RUST_LAYOUT};
 
@@ -12,19 +12,17 @@ fn rust_value(name: &CStr) -> Option<usize> {
     RUST_LAYOUT.iter().find(|e| e.name == name).map(|e| e.value)
 }
 
-#[kunit_tests(rdmavt_rs_layout)]
 mod suite {
     use super::*;
+    use crate::compat::kunit::{assert, assert_eq};
 
     /// Every size, alignment and offset agrees between Rust and C.
-    #[test]
     fn rust_and_c_agree() {
         assert_eq!(mismatches(), 0);
     }
 
     /// The structs hfi1 touches most are in the tables at all (a generator that dropped them
     /// would make the comparison above vacuous).
-    #[test]
     fn covers_driver_structs() {
         for name in [
             c"rvt_krwq.(size)",
@@ -58,7 +56,6 @@ mod suite {
 
     /// The consumer half of the receive ring is on its own cache line: that is the point of
     /// having two locks, and a packing change would silently undo it.
-    #[test]
     fn krwq_consumer_on_own_cacheline() {
         let p = rust_value(c"rvt_krwq.p_lock").unwrap_or(usize::MAX);
         let c = rust_value(c"rvt_krwq.c_lock").unwrap_or(0);
@@ -66,4 +63,13 @@ mod suite {
         assert_eq!(c % 64, 0);
         assert!(c >= 64);
     }
+
+    crate::compat::kunit::kunit_suite!(
+        rdmavt_rs_layout,
+        [
+            rust_and_c_agree,
+            covers_driver_structs,
+            krwq_consumer_on_own_cacheline,
+        ]
+    );
 }

@@ -4,9 +4,8 @@
 //! credit encoding against C's table, SGE walking and copying across SGEs, segments and
 //! segment arrays, `rvt_restart_sge`.
 
-use kernel::prelude::*;
-#[kunit_tests(rdmavt_rs_loopback)]
 mod suite {
+    use crate::compat::kunit::{assert, assert_eq};
     use crate::loopback::{
         aeth::{cmp_msn, credit_code, Credit, CREDIT_TABLE},
         sge::{copy_run, copy_sge, rvt_restart_sge, CopyMode, Store},
@@ -26,8 +25,7 @@ mod suite {
 
     impl FakeMr {
         fn new(segs: usize, seg_len: usize) -> Result<Self> {
-            let mut buf = KVec::new();
-            buf.resize(segs * seg_len, 0u8, GFP_KERNEL)?;
+            let mut buf = KVec::from_elem(0u8, segs * seg_len, GFP_KERNEL)?;
             let nmaps = segs.div_ceil(SEGSZ).max(1);
             let mut arrays: KVec<KBox<bindings::rvt_segarray>> = KVec::new();
             for _ in 0..nmaps {
@@ -46,9 +44,8 @@ mod suite {
                 seg.vaddr = unsafe { base.add(i * seg_len) }.cast();
                 seg.length = seg_len;
             }
-            let mut mr = KVec::new();
             let size = size_of::<bindings::rvt_mregion>() + nmaps * size_of::<usize>();
-            mr.resize(size, 0u8, GFP_KERNEL)?;
+            let mr = KVec::from_elem(0u8, size, GFP_KERNEL)?;
             let mut this = Self { buf, arrays, mr };
             let raw = this.raw();
             // SAFETY: `mr` is sized for the region and its map; all-zero is a valid region.
@@ -101,7 +98,6 @@ mod suite {
         Ok(v)
     }
 
-    #[test]
     fn copy_across_segments_and_sges() -> Result {
         // 64-byte segments; two SGEs: 100 bytes from 0 (two segments), 50 from 192.
         let mut mr = FakeMr::new(8, 64)?;
@@ -120,7 +116,6 @@ mod suite {
         Ok(())
     }
 
-    #[test]
     fn copy_onto_an_overlapping_part_of_itself() -> Result {
         // An RDMA WRITE whose source and destination share memory: bytes 0..96 of a
         // one-segment region written to 32..128 of it, as memmove would (memcpy must not see
@@ -138,7 +133,6 @@ mod suite {
         Ok(())
     }
 
-    #[test]
     fn copy_in_pieces_with_copy_last() -> Result {
         let mut mr = FakeMr::new(4, 16)?;
         let mut list = [mr.sge(0, 60)];
@@ -167,7 +161,6 @@ mod suite {
         Ok(())
     }
 
-    #[test]
     fn copy_crosses_segment_arrays() -> Result {
         // One segment past the first array: the cursor moves to map[1].segs[0].
         let mut mr = FakeMr::new(SEGSZ + 1, 4)?;
@@ -189,7 +182,6 @@ mod suite {
         Ok(())
     }
 
-    #[test]
     fn copy_ends_with_the_state() -> Result {
         let mut mr = FakeMr::new(2, 16)?;
         let mut list = [mr.sge(0, 8)];
@@ -210,13 +202,11 @@ mod suite {
         Ok(())
     }
 
-    #[test]
     fn restart_skips_into_the_wqe() -> Result {
         let mut mr = FakeMr::new(8, 32)?;
         // A WQE of two SGEs (40 + 30 bytes), in 8-byte words sized for its flexible array.
         let bytes = size_of::<bindings::rvt_swqe>() + 2 * size_of::<bindings::rvt_sge>();
-        let mut words: KVec<u64> = KVec::new();
-        words.resize(bytes.div_ceil(8), 0, GFP_KERNEL)?;
+        let mut words = KVec::from_elem(0u64, bytes.div_ceil(8), GFP_KERNEL)?;
         let wqe: *mut bindings::rvt_swqe = words.as_mut_ptr().cast();
         let (a, b) = (mr.sge(0, 40), mr.sge(128, 30));
         // SAFETY: `words` holds a zeroed WQE with room for two SGEs.
@@ -253,16 +243,11 @@ mod suite {
         Ok(())
     }
 
-    #[test]
     fn restart_of_a_wqe_without_sges() -> Result {
         // A zero-length SEND has no SGEs: the state starts empty instead of copying
         // `sg_list[0]`, which C reads regardless (past the queue for the last slot).
-        let mut words: KVec<u64> = KVec::new();
-        words.resize(
-            size_of::<bindings::rvt_swqe>().div_ceil(8) + 8,
-            0,
-            GFP_KERNEL,
-        )?;
+        let words = size_of::<bindings::rvt_swqe>().div_ceil(8) + 8;
+        let mut words = KVec::from_elem(0u64, words, GFP_KERNEL)?;
         let wqe: *mut bindings::rvt_swqe = words.as_mut_ptr().cast();
         // SAFETY: `words` holds a zeroed WQE and room for one SGE, filled with a marker
         // that must not be copied.
@@ -278,7 +263,6 @@ mod suite {
         Ok(())
     }
 
-    #[test]
     fn copy_modes() {
         let page = PAGE_SIZE as u32;
         assert_eq!(
@@ -298,7 +282,6 @@ mod suite {
     /// A known gap (README, "Known gaps"), not C's behaviour: C's RVT_SGE_COPY_ADAPTIVE goes
     /// cacheless once the working set of recent copies outgrows a share of the last-level
     /// cache; ours does not track it and copies cached. Update this when the gap is closed.
-    #[test]
     fn adaptive_copies_cached_a_known_gap() {
         assert_eq!(
             CopyMode::for_copy(bindings::RVT_SGE_COPY_ADAPTIVE, PAGE_SIZE as u32 * 4),
@@ -327,7 +310,6 @@ mod suite {
         }
     }
 
-    #[test]
     fn credit_table_as_c() {
         // rdmavt's rc.c, codes 0x00..=0x1E.
         let c: [u16; 31] = [
@@ -340,7 +322,6 @@ mod suite {
         assert_eq!(bindings::IB_MSN_MASK, 0xff_ffff);
     }
 
-    #[test]
     fn credit_code_as_c() {
         for credits in 0..=70_000u32 {
             assert_eq!(credit_code(credits), c_credit_code(credits));
@@ -354,7 +335,6 @@ mod suite {
         assert_eq!(credit_code(u32::MAX), 0x1e);
     }
 
-    #[test]
     fn credit_decoding() {
         let aeth = |code: u32, msn: u32| (code << 24) | msn;
         assert_eq!(Credit::of(aeth(0x1f, 5)), Credit::Unlimited);
@@ -364,7 +344,6 @@ mod suite {
         assert_eq!(Credit::of(aeth(0x1e, 0xff_fff0)), Credit::Limit(32768 - 16));
     }
 
-    #[test]
     fn msn_arithmetic() {
         assert!(cmp_msn(5, 4) > 0);
         assert!(cmp_msn(4, 5) < 0);
@@ -373,4 +352,23 @@ mod suite {
         assert!(cmp_msn(0, 0xff_ffff) > 0);
         assert!(cmp_msn(0x100_0003, 3) == 0);
     }
+
+    crate::compat::kunit::kunit_suite!(
+        rdmavt_rs_loopback,
+        [
+            copy_across_segments_and_sges,
+            copy_onto_an_overlapping_part_of_itself,
+            copy_in_pieces_with_copy_last,
+            copy_crosses_segment_arrays,
+            copy_ends_with_the_state,
+            restart_skips_into_the_wqe,
+            restart_of_a_wqe_without_sges,
+            copy_modes,
+            adaptive_copies_cached_a_known_gap,
+            credit_table_as_c,
+            credit_code_as_c,
+            credit_decoding,
+            msn_arithmetic,
+        ]
+    );
 }

@@ -3,10 +3,8 @@
 //! The `rdmavt_rs_mcast` KUnit suite: the group tree, attach and detach limits, and freeing
 //! what is left at unregister, on groups and QPs built in memory.
 
-use kernel::prelude::*;
-
-#[kunit_tests(rdmavt_rs_mcast)]
 mod suite {
+    use crate::compat::kunit::{assert, assert_eq};
     use crate::mcast::{
         group::{Group, Member},
         tree::{AttachError, Attached, GroupCount, Limits, NotAttached, Tree},
@@ -144,7 +142,6 @@ mod suite {
         bindings::ib_gid { raw }
     }
 
-    #[test]
     fn insert_find_remove() {
         let mut f = Fake::new(1);
         let g = gid(1);
@@ -162,7 +159,6 @@ mod suite {
         assert_eq!(f.qp_refs(0), 1);
     }
 
-    #[test]
     fn exported_find() {
         let mut f = Fake::new(1);
         let mut g = gid(3);
@@ -184,7 +180,6 @@ mod suite {
         assert!(none.is_null());
     }
 
-    #[test]
     fn join_and_duplicate() {
         let mut f = Fake::new(3);
         let g = gid(4);
@@ -214,7 +209,6 @@ mod suite {
         assert_eq!((f.qp_refs(0), f.qp_refs(1), *f.count), (1, 1, 0));
     }
 
-    #[test]
     fn qps_per_group_limit() {
         let mut f = Fake::new(3);
         let lim = Limits {
@@ -232,7 +226,6 @@ mod suite {
         assert_eq!(f.attach(2, &g, 0xc006, lim), Ok(Attached::Joined));
     }
 
-    #[test]
     fn groups_limit() {
         let mut f = Fake::new(1);
         let lim = Limits {
@@ -249,7 +242,6 @@ mod suite {
         assert_eq!(f.qp_refs(0), 3);
     }
 
-    #[test]
     fn many_groups_stay_ordered() {
         let mut f = Fake::new(1);
         // Inserted in a scrambled order, removed in another: every group stays findable.
@@ -276,7 +268,6 @@ mod suite {
 
     /// The verbs on a fake device of one port: C's checks, and a QP on port 0 (never left
     /// RESET) refused before the ports array is indexed, where C reads `ports[-1]`.
-    #[test]
     fn verbs_check_the_qp() {
         let mut f = Fake::new(1);
         let mut rdi = zeroed_box::<bindings::rvt_dev_info>();
@@ -330,7 +321,6 @@ mod suite {
         drop(ports);
     }
 
-    #[test]
     fn pop_frees_everything() {
         let mut f = Fake::new(2);
         for i in 0..5 {
@@ -345,4 +335,18 @@ mod suite {
         assert!(f.tree().is_empty());
         assert_eq!((f.qp_refs(0), f.qp_refs(1)), (1, 1));
     }
+
+    crate::compat::kunit::kunit_suite!(
+        rdmavt_rs_mcast,
+        [
+            insert_find_remove,
+            exported_find,
+            join_and_duplicate,
+            qps_per_group_limit,
+            groups_limit,
+            many_groups_stay_ordered,
+            verbs_check_the_qp,
+            pop_frees_everything,
+        ]
+    );
 }

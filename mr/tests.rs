@@ -3,11 +3,9 @@
 //! The `rdmavt_rs_mr` KUnit suite: key encoding and checks, the lkey table's free-slot search,
 //! region sizes and segment lookup.
 
-use kernel::prelude::*;
-
-#[kunit_tests(rdmavt_rs_mr)]
 mod suite {
     use crate::bindings;
+    use crate::compat::kunit::{assert, assert_eq};
     use crate::mr::{
         keys::{lkey_access_ok, range_offset, rkey_access_ok},
         lkey::{encode, find_free, index_of, next_key, MAX_BITS},
@@ -17,13 +15,11 @@ mod suite {
     use core::mem::size_of;
     use kernel::page::{PAGE_SHIFT, PAGE_SIZE};
 
-    #[test]
     fn segsz_fills_a_page() {
         assert_eq!(SEGSZ * size_of::<bindings::rvt_seg>(), PAGE_SIZE);
         assert_eq!(size_of::<bindings::rvt_segarray>(), PAGE_SIZE);
     }
 
-    #[test]
     fn segarrays_as_c() {
         assert_eq!(segarrays(0), Some(0));
         assert_eq!(segarrays(1), Some(1));
@@ -41,14 +37,12 @@ mod suite {
         );
     }
 
-    #[test]
     fn mr_size_as_struct_size() {
         assert_eq!(mr_size(0), Some(size_of::<crate::mr::RvtMr>()));
         assert_eq!(mr_size(2), Some(size_of::<crate::mr::RvtMr>() + 16));
         assert_eq!(mr_size(usize::MAX), None);
     }
 
-    #[test]
     fn key_layout() {
         // 16 index bits: index in the top 16, 8 generation bits, user byte clear.
         assert_eq!(encode(0x1234, 0x56, 16), 0x1234_5600);
@@ -63,7 +57,6 @@ mod suite {
         );
     }
 
-    #[test]
     fn key_never_zero() {
         // Index 0 at a generation whose masked bits are 0 would be key 0, the DMA MR's.
         let mut gen = 0xff;
@@ -79,7 +72,6 @@ mod suite {
         assert_eq!(gen, 0);
     }
 
-    #[test]
     fn free_slot_search() {
         assert_eq!(find_free(0, 8, |_| true), Some(0));
         assert_eq!(find_free(6, 8, |r| r == 1), Some(1));
@@ -88,7 +80,6 @@ mod suite {
         assert_eq!(find_free(0, 1, |_| false), None);
     }
 
-    #[test]
     fn access_flags() {
         let lw = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE as i32;
         let rw = bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE as i32;
@@ -103,7 +94,6 @@ mod suite {
         assert!(!rkey_access_ok(rw, 0));
     }
 
-    #[test]
     fn ranges() {
         assert_eq!(range_offset(0x1000, 0x1000, 0x100, 0x100), Some(0));
         assert_eq!(range_offset(0x1080, 0x1000, 0x80, 0x100), Some(0x80));
@@ -114,7 +104,6 @@ mod suite {
         assert_eq!(range_offset(u64::MAX, 0, 2, 0x100), None);
     }
 
-    #[test]
     fn segment_positions() {
         let shift = PAGE_SHIFT as u8;
         assert_eq!(locate_uniform(0, shift), SegPos { m: 0, n: 0, off: 0 });
@@ -136,4 +125,19 @@ mod suite {
         // An unmapped (all zero) map is walked to its end and refused.
         assert_eq!(locate_walk(0, |m, _| (m == 0).then_some(0)), None);
     }
+
+    crate::compat::kunit::kunit_suite!(
+        rdmavt_rs_mr,
+        [
+            segsz_fills_a_page,
+            segarrays_as_c,
+            mr_size_as_struct_size,
+            key_layout,
+            key_never_zero,
+            free_slot_search,
+            access_flags,
+            ranges,
+            segment_positions,
+        ]
+    );
 }

@@ -5,10 +5,8 @@
 //! is registered, so nothing is sent (the driver callbacks are absent), and the lkey table is
 //! empty (every lkey is bad).
 
-use kernel::prelude::*;
-
-#[kunit_tests(rdmavt_rs_qp_post)]
 mod suite {
+    use crate::compat::kunit::{assert, assert_eq};
     use core::{mem::size_of, ptr};
 
     use kernel::{alloc::flags::__GFP_ZERO, ffi::c_int, prelude::*};
@@ -89,8 +87,7 @@ mod suite {
             let stride = size_of::<bindings::rvt_swqe>()
                 + usize::from(MAX_SGE) * size_of::<bindings::rvt_sge>();
             let words = (stride * SLOTS as usize).div_ceil(size_of::<u64>());
-            let mut swq = KVec::with_capacity(words, GFP_KERNEL)?;
-            swq.resize(words, 0u64, GFP_KERNEL)?;
+            let swq = KVec::from_elem(0u64, words, GFP_KERNEL)?;
             let mut f = Fixture {
                 rdi: zeroed_box()?,
                 pd: zeroed_box()?,
@@ -189,7 +186,6 @@ mod suite {
         bindings::ib_sge { addr, length, lkey }
     }
 
-    #[test]
     fn bad_opcode() -> Result {
         let mut f = Fixture::new()?;
         // Beyond the table, unsupported by the driver, not for this QP type.
@@ -206,7 +202,6 @@ mod suite {
         Ok(())
     }
 
-    #[test]
     fn too_many_sges() -> Result {
         let mut f = Fixture::new()?;
         // Zero-length SGEs are skipped before any lkey check: only the count can fail.
@@ -227,7 +222,6 @@ mod suite {
         Ok(())
     }
 
-    #[test]
     fn bad_lkey() -> Result {
         let mut f = Fixture::new()?;
         // An unknown key, and key 0 (the DMA MR) on a device without one.
@@ -245,7 +239,6 @@ mod suite {
         Ok(())
     }
 
-    #[test]
     fn inline_is_not_special() -> Result {
         let mut f = Fixture::new()?;
         // rdmavt offers no inline data (max_inline_data is 0): an IB_SEND_INLINE request's
@@ -257,7 +250,6 @@ mod suite {
         Ok(())
     }
 
-    #[test]
     fn atomics() -> Result {
         let mut f = Fixture::new()?;
         let cas = |s: &mut [bindings::ib_sge]| wr(Op::IB_WR_ATOMIC_CMP_AND_SWP, s, 1);
@@ -282,7 +274,6 @@ mod suite {
         Ok(())
     }
 
-    #[test]
     fn state_and_bad_wr() -> Result {
         let mut f = Fixture::new()?;
         let mut sges = [sge(0, 0, 0); MAX_SGE as usize + 1];
@@ -308,7 +299,6 @@ mod suite {
         Ok(())
     }
 
-    #[test]
     fn ud_address_handle() -> Result {
         let mut f = Fixture::new()?;
         let mut other_pd = zeroed_box::<bindings::ib_pd>()?;
@@ -331,7 +321,6 @@ mod suite {
         Ok(())
     }
 
-    #[test]
     fn local_invalidate() -> Result {
         let mut f = Fixture::new()?;
         let mut inv = wr(Op::IB_WR_LOCAL_INV, &mut [], 1);
@@ -350,7 +339,6 @@ mod suite {
         Ok(())
     }
 
-    #[test]
     fn ring_wraps() -> Result {
         let mut f = Fixture::new()?;
         for id in 1..u64::from(SLOTS) {
@@ -384,7 +372,6 @@ mod suite {
         Ok(())
     }
 
-    #[test]
     fn free_slot_arithmetic() {
         // Empty ring of 4: 3 usable; with 1 reserved slot unused, 2.
         assert_eq!(free_slots(0, 0, 4, 0, 0), Some(3));
@@ -397,9 +384,25 @@ mod suite {
         assert_eq!(free_slots(3, 0, 4, 0, 0), None);
     }
 
-    #[test]
     fn length_wrap() {
         assert_eq!(add_length(1, u32::MAX - 1).ok(), Some(u32::MAX));
         assert!(add_length(2, u32::MAX - 1).is_err());
     }
+
+    crate::compat::kunit::kunit_suite!(
+        rdmavt_rs_qp_post,
+        [
+            bad_opcode,
+            too_many_sges,
+            bad_lkey,
+            inline_is_not_special,
+            atomics,
+            state_and_bad_wr,
+            ud_address_handle,
+            local_invalidate,
+            ring_wraps,
+            free_slot_arithmetic,
+            length_wrap,
+        ]
+    );
 }

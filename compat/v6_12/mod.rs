@@ -5,6 +5,8 @@
 
 pub(crate) mod atomic;
 mod global_lock;
+#[cfg(rdmavt_kunit)]
+pub(crate) mod kunit;
 mod kvec;
 pub(crate) mod lock;
 pub(crate) mod rcu;
@@ -21,6 +23,30 @@ use kernel::alloc::{AllocError, Allocator, Flags};
 /// `ARef` and `AlwaysRefCounted` (in `kernel::types` on 6.12).
 pub(crate) mod aref {
     pub(crate) use kernel::types::{ARef, AlwaysRefCounted};
+}
+
+/// 7.3's `Delta` and `fsleep` for 6.12, whose kernel crate has neither.
+pub(crate) mod time {
+    /// A span of time (7.3's counts nanoseconds; the sleeps here are whole milliseconds).
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct Delta {
+        ms: i64,
+    }
+
+    impl Delta {
+        /// `ms` milliseconds.
+        pub(crate) const fn from_millis(ms: i64) -> Self {
+            Self { ms }
+        }
+    }
+
+    /// Sleeps for at least `delta` (none when it is negative), as 7.3's `fsleep`: with
+    /// `msleep`, which C's `fsleep()` also takes for spans of milliseconds.
+    pub(crate) fn fsleep(delta: Delta) {
+        let ms = u32::try_from(delta.ms.max(0)).unwrap_or(u32::MAX);
+        // SAFETY: `msleep` sleeps in the calling task, which may sleep, as for 7.3's `fsleep`.
+        unsafe { kernel::bindings::msleep(ms) };
+    }
 }
 
 /// `kernel::sync::barrier` for 6.12.
@@ -133,6 +159,12 @@ pub(crate) const fn zeroed<T: kernel::init::Zeroable>() -> T {
 #[inline(always)]
 pub(crate) fn eopnotsupp() -> kernel::error::Error {
     kernel::error::Error::from_errno(-(kernel::bindings::EOPNOTSUPP as i32))
+}
+
+/// `ETIMEDOUT`, which 6.12's `kernel::error::code` lacks too.
+#[inline(always)]
+pub(crate) fn etimedout() -> kernel::error::Error {
+    kernel::error::Error::from_errno(-(kernel::bindings::ETIMEDOUT as i32))
 }
 
 /// `container_of!`: the struct that holds the field `$field` at `$ptr`, as a `*mut` (6.12's

@@ -10,6 +10,9 @@
 // The same generated bindings as rdmavt-rs, fenced the same way.
 #[path = "../../bindings/mod.rs"]
 mod bindings;
+// The kernel line's differences, and the KUnit harness, shared with rdmavt.ko.
+#[path = "../../compat/mod.rs"]
+mod compat;
 mod glue;
 mod pair;
 mod suite;
@@ -17,10 +20,21 @@ mod verbs;
 
 use kernel::{error::to_result, prelude::*};
 
+#[cfg(not(rdmavt_kernel_6_12))]
 module! {
     type: Kverbs,
     name: "rvt_loop_kverbs",
     authors: ["rdmavt-rs developers"],
+    description: "Kernel verbs tests on rvt_loop0",
+    license: "GPL",
+}
+
+// 6.12's `module!` knows one `author`, not a list.
+#[cfg(rdmavt_kernel_6_12)]
+module! {
+    type: Kverbs,
+    name: "rvt_loop_kverbs",
+    author: "rdmavt-rs developers",
     description: "Kernel verbs tests on rvt_loop0",
     license: "GPL",
 }

@@ -2,12 +2,10 @@
 
 //! The KUnit suite `rvt_loop_kverbs`: kernel verbs between two RC QPs on rvt_loop0.
 
-use kernel::prelude::*;
-
-#[kunit_tests(rvt_loop_kverbs)]
 mod tests {
     use crate::{
         bindings::{ib_wc_opcode as O, ib_wc_status as S},
+        compat,
         pair::{check, check_bytes, Expect, Op, Pair, RNR_RETRY_FOREVER},
         verbs::{on_rdmavt_rs, with_nth_failing, DATA_LEN},
     };
@@ -75,19 +73,16 @@ mod tests {
         quiet(&p)
     }
 
-    #[test]
     fn send() -> Result {
         sends(None)
     }
 
-    #[test]
     fn send_with_imm() -> Result {
         sends(Some(IMM))
     }
 
     /// Rounds of five receives and five SENDs on queues of eight, until both rings have
     /// wrapped around: every receive is taken once, in order, with its own message.
-    #[test]
     fn send_rings_wrap() -> Result {
         const PER_ROUND: usize = 5;
         const LEN: usize = DATA_LEN / PER_ROUND;
@@ -141,18 +136,15 @@ mod tests {
         quiet(&p)
     }
 
-    #[test]
     fn rdma_write() -> Result {
         writes(None)
     }
 
-    #[test]
     fn rdma_write_with_imm() -> Result {
         writes(Some(IMM))
     }
 
     /// 33 bytes RDMA-read from byte 3 of the peer into byte 5 of our own memory.
-    #[test]
     fn rdma_read() -> Result {
         let p = Pair::new(RNR_RETRY_FOREVER)?;
         let msg = pattern(3);
@@ -169,7 +161,6 @@ mod tests {
 
     /// A compare-and-swap that matches and swaps, then one that does not and leaves the
     /// word alone; each returns the old value.
-    #[test]
     fn atomic_cmp_and_swp() -> Result {
         let p = Pair::new(RNR_RETRY_FOREVER)?;
         p.b.buf.set_word(0x1111_2222_3333_4444);
@@ -201,7 +192,6 @@ mod tests {
         quiet(&p)
     }
 
-    #[test]
     fn atomic_fetch_and_add() -> Result {
         let p = Pair::new(RNR_RETRY_FOREVER)?;
         p.b.buf.set_word(u64::MAX - 1);
@@ -218,7 +208,6 @@ mod tests {
 
     /// A SEND with no receive posted at the peer, which may not retry its RNR NAK: the send
     /// completes in error, and the peer sees nothing.
-    #[test]
     fn send_without_receive() -> Result {
         let p = Pair::new(0)?;
         p.a.buf.set_data(pattern(4));
@@ -239,7 +228,6 @@ mod tests {
     /// and completes, as hfi1's requesters do it whatever the peer. The C rdmavt's loopback
     /// drops it with the peer instead: IB_WC_RETRY_EXC_ERR, the key still valid (a C bug,
     /// listed in the README), which its run expects.
-    #[test]
     fn fenced_local_inv_without_peer() -> Result {
         let p = Pair::new(RNR_RETRY_FOREVER)?;
         let mr = p.alloc_mr(&p.b)?;
@@ -271,7 +259,6 @@ mod tests {
 
     /// Receives posted to a QP that then enters the error state complete with
     /// IB_WC_WR_FLUSH_ERR, in the order they were posted, once.
-    #[test]
     fn error_flushes_receives() -> Result {
         let p = Pair::new(RNR_RETRY_FOREVER)?;
         for wr_id in 0x300..0x303 {
@@ -303,7 +290,7 @@ mod tests {
         for n in 1..=MAX_NTH {
             let Some((made, hit)) = with_nth_failing(n, &make) else {
                 pr_err!("{what}: the kernel has no fault injection\n");
-                return Err(EOPNOTSUPP);
+                return Err(compat::eopnotsupp());
             };
             match made {
                 Err(e) if !hit => {
@@ -331,7 +318,7 @@ mod tests {
             }
         }
         pr_err!("{what}: still allocating after {MAX_NTH}\n");
-        Err(ETIMEDOUT)
+        Err(compat::etimedout())
     }
 
     /// One SEND from `a` into a receive on `b`.
@@ -346,13 +333,11 @@ mod tests {
     /// Every allocation of setting up a pair fails in turn: the PD with its DMA MR, the
     /// kernel CQs, the QPs with their kernel rings, each modify on the way to RTS. Each
     /// failure is an error and leaves nothing behind; a pair that was set up carries a SEND.
-    #[test]
     fn allocation_failures_pair() -> Result {
         sweep("pair", || Pair::new(RNR_RETRY_FOREVER), one_send)
     }
 
     /// The same for a fast-register MR: one that was allocated registers with REG_MR.
-    #[test]
     fn allocation_failures_fast_reg_mr() -> Result {
         let p = Pair::new(RNR_RETRY_FOREVER)?;
         sweep(
@@ -364,4 +349,23 @@ mod tests {
             },
         )
     }
+
+    crate::compat::kunit::kunit_suite!(
+        rvt_loop_kverbs,
+        [
+            send,
+            send_with_imm,
+            send_rings_wrap,
+            rdma_write,
+            rdma_write_with_imm,
+            rdma_read,
+            atomic_cmp_and_swp,
+            atomic_fetch_and_add,
+            send_without_receive,
+            fenced_local_inv_without_peer,
+            error_flushes_receives,
+            allocation_failures_pair,
+            allocation_failures_fast_reg_mr,
+        ]
+    );
 }

@@ -6,13 +6,19 @@
 //! declares them in release order (a QP before its CQ and its PD, a buffer before the
 //! device it is mapped for, the device last), because fields drop in declaration order.
 
-use crate::{bindings, glue};
+use crate::{
+    bindings,
+    compat::{
+        self,
+        time::{fsleep, Delta},
+    },
+    glue,
+};
 use core::{mem::offset_of, ptr::NonNull};
 use kernel::{
     error::{from_err_ptr, to_result},
     ffi::c_int,
     prelude::*,
-    time::{delay::fsleep, Delta},
 };
 
 /// How often a completion is polled for before giving up, and the sleep between two polls:
@@ -133,7 +139,7 @@ impl Cq {
             fsleep(Delta::from_millis(POLL_SLEEP_MS));
         }
         pr_err!("no completion after {POLLS} polls\n");
-        Err(ETIMEDOUT)
+        Err(compat::etimedout())
     }
 
     /// EINVAL, and what it holds, unless the CQ is empty.
