@@ -27,6 +27,8 @@
 #                         5000 latency iterations (20000 otherwise)
 #   BENCH_HELPERS=inline  the kernel and modules built with clang-22 and
 #                         CONFIG_RUST_INLINE_HELPERS; results in .test-results/bench-inline
+#   KERNEL=6.12           the 6.12 LTS line's benchmark kernel; results in
+#                         .test-results/bench-6.12 (bench-inline-6.12 with inline helpers)
 #   BENCH_ONLY="NAME..."  only these points (names as in the table: send_lat_8 read_bw_4k ...),
 #                         to look again at a few rows with more rounds
 set -euo pipefail
@@ -46,6 +48,8 @@ outline) kernel_flag=--bench; llvm=$LLVM_SUFFIX; results=$repo/.test-results/ben
 inline) kernel_flag=--bench-inline; llvm=-22; results=$repo/.test-results/bench-inline ;;
 *) die "BENCH_HELPERS is outline (default) or inline" ;;
 esac
+# The 6.12 line (KERNEL=6.12) has results of its own: .test-results/bench-6.12 and so on.
+[ "$KERNEL_LINE" = 7.3 ] || results+=-$KERNEL_LINE
 # A bandwidth point: 1 s warm-up, DURATION - 2 s measured, 1 s drain. Latency points count
 # iterations instead: perftest's duration mode has no percentiles. With 2 to 5 s of start-up
 # and connection set-up a point under TCG, a boot takes about 3 minutes, and a full run (10

@@ -12,7 +12,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 debs=(rustc-web rust-web-src rust-web-clippy rustfmt-web clang-19 lld-19 llvm-19 libclang-19-dev bc flex bison libelf-dev
       libssl-dev cpio qemu-system-x86 busybox-static ibverbs-utils ibverbs-providers rdma-core
       perftest python3-pyverbs iproute2 python3-venv xz-utils kmod pahole rsync libibverbs-dev gcc
-      python3-matplotlib)
+      python3-matplotlib dkms)
 # The benchmark kernel with inlined Rust helpers (make bench BENCH_HELPERS=inline) needs a clang
 # of rustc-web's LLVM major version, 22: bookworm-security carries it. Only then: it is large.
 [ "${BENCH_HELPERS:-}" != inline ] || debs+=(clang-22 lld-22 llvm-22 libclang-22-dev)

@@ -132,6 +132,11 @@ leg_612() {
 		show "$tap"
 		return
 	fi
+	# DKMS against the 6.12 kernel (on 7.3 it is one of the host tests).
+	KERNEL=6.12 "$tests/host/dkms.sh" >"$results/host_dkms-6.12.raw" 2>&1
+	python3 "$tests/tap.py" prefix "host/dkms-6.12" $? "$results/host_dkms-6.12.raw" \
+		>"$results/host_dkms-6.12.tap"
+	show "$results/host_dkms-6.12.tap"
 	RDMAVT_RS_TESTS=$tests_612 vm_tests rs 6.12
 	RDMAVT_RS_TESTS=$tests_612 vm_tests c 6.12
 	differential 6.12
