@@ -18,9 +18,9 @@ set -uo pipefail
 tests=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$tests/.." && pwd)
 results=${RDMAVT_RS_RESULTS:-$repo/.test-results}
-# Every earlier result but the benchmark's (make bench keeps its own under bench/).
+# Every earlier result but the benchmarks' (make bench keeps its own under bench*/).
 mkdir -p "$results"
-find "$results" -mindepth 1 -maxdepth 1 ! -name bench -exec rm -rf {} +
+find "$results" -mindepth 1 -maxdepth 1 ! -name 'bench*' -exec rm -rf {} +
 
 # Each source of test points becomes one TAP file in $results, shown as it is produced.
 show() { cat "$1"; }
