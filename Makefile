@@ -26,6 +26,9 @@
 #   make bench-quick  make bench BENCH_QUICK=1
 #   make stress       the stress suite alone (tests/kselftest/stress.sh) on both rdmavt modules,
 #                     each phase DURATION seconds (default 60; make check runs it with 8)
+#   make fuzz         the differential fuzzer alone (tests/kselftest/fuzz.py) on both rdmavt
+#                     modules, seeds 1 to SEEDS (default 100; make check runs 1 to 6), STEPS
+#                     steps each (default 80), compared seed by seed
 #
 # KERNEL=6.12 (make, make run, make modules_install): the same for the 6.12 LTS line, on its own
 # cached kernel (scripts/kernel.sh), built in .build/6.12/.
@@ -106,6 +109,14 @@ DURATION ?= 60
 stress: modules test-progs
 	@RDMAVT_RS_TESTS=stress RDMAVT_RS_STRESS_DURATION=$(DURATION) \
 		RDMAVT_RS_RESULTS=$(REPO)/.test-results/stress bash $(REPO)/tests/check.sh
+
+# The differential fuzzer alone, more seeds: its results in .test-results/fuzz.
+SEEDS ?= 100
+STEPS ?= 80
+fuzz: modules test-progs
+	@RDMAVT_RS_TESTS=fuzz RDMAVT_RS_FUZZ_SEEDS="$$(seq -s ' ' 1 $(SEEDS))" \
+		RDMAVT_RS_FUZZ_STEPS=$(STEPS) RDMAVT_RS_RESULTS=$(REPO)/.test-results/fuzz \
+		bash $(REPO)/tests/check.sh
 
 test-progs: setup
 	@$(MAKE) -s -C $(REPO)/tests/progs OUT=$(REPO)/.test-bin

@@ -59,7 +59,7 @@ fi
 guest_cmd="RDMAVT_RS_REPO=$(printf %q "$repo") RDMAVT_RS_RDMAVT=$rdmavt KERNEL=$KERNEL_LINE"
 [ -n "$out" ] && guest_cmd+=" RDMAVT_RS_OUT=$(printf %q "$out")"
 # The test runner's selections, when the caller made them (tests/check.sh, make stress).
-for v in RDMAVT_RS_TESTS RDMAVT_RS_STRESS_DURATION; do
+for v in RDMAVT_RS_TESTS RDMAVT_RS_STRESS_DURATION RDMAVT_RS_FUZZ_SEEDS RDMAVT_RS_FUZZ_STEPS; do
 	[ -z "${!v:-}" ] || guest_cmd+=" $v=$(printf %q "${!v}")"
 done
 guest_cmd+=" $(printf %q "$repo/scripts/guest-prologue.sh")"

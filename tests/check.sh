@@ -7,7 +7,8 @@
 #   2. the VM test mode, once with rdmavt-rs and once with the in-tree C rdmavt: the modules'
 #      KUnit suites, the kselftest programs under tests/kselftest/, and the splat detector over
 #      the guest's kernel log and a final kmemleak scan;
-#   3. the pyverbs differential: the two runs' pyverbs results, test by test;
+#   3. the differentials: the two runs' pyverbs results, test by test, and the differential
+#      fuzzer's step logs, seed by seed;
 #   4. the 6.12 leg: the 6.12 test kernel and modules, and a named subset of the kselftests on
 #      both rdmavt modules of 6.12 (RDMAVT_RS_NO_612=1 leaves it out).
 # Before the last line, `tap.py count` sorts the skipped points by why.
@@ -104,6 +105,14 @@ differential() {
 	show "$tap"
 }
 
+# The differential fuzzer's step logs, seed by seed, on rdmavt-rs and on the C rdmavt (7.3).
+fuzz_differential() {
+	local tap=$results/fuzz-differential.tap
+	python3 "$tests/tap.py" fuzzdiff "fuzz rdmavt-rs / C rdmavt" "$results/vm-rs/fuzz.log" \
+		"$results/vm-c/fuzz.log" >"$tap"
+	show "$tap"
+}
+
 # RDMAVT_RS_TESTS="NAME...": only these kselftests, in the VM runs alone (make stress).
 selected() { [ -z "${RDMAVT_RS_TESTS:-}" ] || [[ " $RDMAVT_RS_TESTS " == *" $1 "* ]]; }
 # A bound on a hung guest, not a judgement of speed: a whole run takes about 20 minutes under
@@ -146,6 +155,7 @@ leg_612() {
 vm_tests rs
 vm_tests c
 [ -n "${RDMAVT_RS_TESTS:-}" ] || differential
+! selected fuzz || fuzz_differential
 [ -n "${RDMAVT_RS_TESTS:-}" ] || [ -n "${RDMAVT_RS_NO_612:-}" ] || leg_612
 echo "# results and guest logs: $results"
 python3 "$tests/tap.py" count "$results"/*.tap

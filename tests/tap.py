@@ -16,6 +16,10 @@
                                    one point per test: the same outcome in both unittest runs
                                    (a difference in a GAPS test is a TODO); a test skipped in
                                    both is a skip, with its reason
+  tap.py fuzzdiff NAME LOG_A LOG_B
+                                   one point per seed of the differential fuzzer: its step log
+                                   (tests/kselftest/fuzz.py) the same in both runs; the first
+                                   differing steps are shown
   tap.py count FILE...             prints the skipped points by category (SKIP_CATEGORIES),
                                    then, as the last line, "N passed, N failed, N skipped" over
                                    all top-level points; exits 1 on any failure or when nothing
@@ -256,6 +260,42 @@ def cmd_diff(name, log_a, log_b, gaps_path=None):
     print(f"1..{len(tests)}")
 
 
+def fuzz_seeds(path):
+    """The fuzzer's log as {seed: [line, ...]}; none when the log is missing."""
+    seeds = {}
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                m = re.match(r"seed (\d+) ", line)
+                if m:
+                    seeds.setdefault(int(m.group(1)), []).append(line.rstrip("\n"))
+    except FileNotFoundError:
+        pass
+    return seeds
+
+
+def cmd_fuzzdiff(name, log_a, log_b):
+    a, b = fuzz_seeds(log_a), fuzz_seeds(log_b)
+    seeds = sorted(set(a) | set(b))
+    if not seeds:
+        emit(1, False, f"{name}: no seed ran")
+        print("1..1")
+        return
+    for n, seed in enumerate(seeds, 1):
+        la, lb = a.get(seed, []), b.get(seed, [])
+        same = la == lb and bool(la)
+        emit(n, same, f"{name}: seed {seed}: {len(la)} / {len(lb)} steps logged, "
+             f"{'the same' if same else 'different'}")
+        if not same:
+            first = next((i for i, (x, y) in enumerate(zip(la, lb)) if x != y),
+                         min(len(la), len(lb)))
+            for x in la[first:first + 3]:
+                print(f"# a: {x}")
+            for y in lb[first:first + 3]:
+                print(f"# b: {y}")
+    print(f"1..{len(seeds)}")
+
+
 def cmd_count(paths):
     totals = {"passed": 0, "failed": 0, "skipped": 0}
     categories = dict.fromkeys((FEATURES, C_BUGS, RANDOM, TODO, OTHER), 0)
@@ -279,6 +319,8 @@ def main(argv):
         return cmd_unittest(*argv[2:])
     if len(argv) in (5, 6) and argv[1] == "diff":
         return cmd_diff(*argv[2:])
+    if len(argv) == 5 and argv[1] == "fuzzdiff":
+        return cmd_fuzzdiff(*argv[2:])
     if len(argv) >= 3 and argv[1] == "count":
         return cmd_count(argv[2:])
     sys.exit(__doc__)

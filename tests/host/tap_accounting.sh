@@ -45,6 +45,14 @@ import ktap
 ktap.skip('resize', 'the C rdmavt unbalances c_lock')
 print('1..1')" >"$tmp/ktap_skip.tap"
 
+# The fuzzer's step logs: seed 1 the same in both, seed 2 different at its second step, seed 3
+# only in the first run; and two logs that hold no seed.
+printf 'seed 1 step 1: a -> ok\nseed 2 step 1: b -> ok\nseed 2 step 2: c -> ok\nseed 3 step 1: d -> ok\n' \
+	>"$tmp/fuzz_a"
+printf 'seed 1 step 1: a -> ok\nseed 2 step 1: b -> ok\nseed 2 step 2: c -> errno 22\n' >"$tmp/fuzz_b"
+python3 "$tap" fuzzdiff f "$tmp/fuzz_a" "$tmp/fuzz_b" >"$tmp/fuzz.tap"
+python3 "$tap" fuzzdiff f "$tmp/missing" /dev/null >"$tmp/fuzz_none.tap"
+
 # Every kind of skip once, besides the differential's three, then the count.
 cat >"$tmp/mixed.tap" <<'TAP'
 ok 1 a
@@ -55,7 +63,7 @@ python3 "$tap" count "$tmp/diff.tap" "$tmp/ktap_skip.tap" "$tmp/mixed.tap" >"$tm
 count_rc=$?
 
 ktap_header
-ktap_plan 15
+ktap_plan 19
 ktap_check "diff: skipped in both is a skip, with its reason" \
 	grep -q '^ok .* skipped / skipped # SKIP Device memory is not supported$' <<<"$(line 0)"
 ktap_check "diff: a random test skipped in both says so" \
@@ -77,6 +85,15 @@ ktap_check "prefix: a plan at the end that matches is fine" \
 	bash -c "[ \"\$(grep -c '^ok ' '$tmp/good.tap')\" = 2 ] && ! grep -q '^not ok' '$tmp/good.tap'"
 ktap_check "prefix: a status without a failing point still fails" \
 	grep -q '^not ok 2 status: exited with status 3$' "$tmp/status.tap"
+ktap_check "fuzzdiff: the same log is a pass" \
+	grep -q '^ok 1 f: seed 1: 1 / 1 steps logged, the same$' "$tmp/fuzz.tap"
+ktap_check "fuzzdiff: a different step fails and is shown" \
+	bash -c "grep -q '^not ok 2 f: seed 2: 2 / 2 steps logged, different$' '$tmp/fuzz.tap' &&
+		grep -q '^# b: seed 2 step 2: c -> errno 22$' '$tmp/fuzz.tap'"
+ktap_check "fuzzdiff: a seed one run lacks fails" \
+	grep -q '^not ok 3 f: seed 3: 1 / 0 steps logged, different$' "$tmp/fuzz.tap"
+ktap_check "fuzzdiff: no seed at all fails" grep -q '^not ok 1 f: no seed ran$' \
+	"$tmp/fuzz_none.tap"
 ktap_check "ktap.py: skip() prints a SKIP point" \
 	grep -q '^ok 1 resize # SKIP the C rdmavt unbalances c_lock$' "$tmp/ktap_skip.tap"
 ktap_check "count: the last line is the count, skips counted as skipped" \
