@@ -77,6 +77,9 @@ build_modules() {
 	mkdir -p "$build"
 	(cd "$repo" && git ls-files -z --cached --others --exclude-standard |
 		tar --null -T - -cf -) | tar -xf - -C "$build"
+	# A copy already: the 6.12 line builds in it, not in a .build/6.12/ of it (lib.sh's
+	# module_tree), which sync-tree.sh could not fill from a tree outside git.
+	[ "$KERNEL_LINE" = 7.3 ] || touch "$build/.build-tree"
 	log "building the modules against $kdir in $build"
 	make -s -C "$build" KDIR="$kdir" LLVM="$llvm" modules
 	gcc -O2 -Wall -o "$build/scripts/bench/memcpy-bw" "$build/scripts/bench/memcpy-bw.c"
