@@ -389,6 +389,9 @@ class Fuzz:
                 npolled, wcs = cq.poll(16)
                 for wc in wcs[:npolled]:
                     quiet_since = time.monotonic()
+                    if wc.status != e.IBV_WC_SUCCESS and wc.qp_num in qpn:
+                        # An error completion means the QP is in the error state now.
+                        self.ready[qpn[wc.qp_num]] = False
                     self.completions.setdefault(qpn.get(wc.qp_num, 0), []).append(
                         f"cq{c} wr {wc.wr_id} status {wc.status} opcode {wc.opcode} "
                         f"len {wc.byte_len}")
