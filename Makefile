@@ -30,8 +30,8 @@
 #                     modules, seeds 1 to SEEDS (default 100; make check runs 1 to 6), STEPS
 #                     steps each (default 80), compared seed by seed
 #
-# KERNEL=6.12 (make, make run, make modules_install): the same for the 6.12 LTS line, on its own
-# cached kernel (scripts/kernel.sh), built in .build/6.12/.
+# KERNEL=6.12 (make, make run, make modules_install, make bench): the same for the 6.12 LTS
+# line, on its own cached kernel (scripts/kernel.sh), built in .build/6.12/.
 # A user's own Rust-enabled kernel: make KDIR=/lib/modules/$(uname -r)/build
 
 REPO := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
