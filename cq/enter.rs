@@ -4,12 +4,10 @@
 
 use core::{mem::offset_of, ptr};
 
-use kernel::prelude::*;
-
 use crate::compat::atomic::Relaxed;
 
 use super::{Cq, COMP_WQ};
-use crate::{bindings, macros::c_export, trace};
+use crate::{bindings, device::log::rvt_err_ratelimited, macros::c_export, trace};
 
 /// `cq->notify` when no notification is armed.
 pub(super) const NOTIFY_NONE: u8 = bindings::ib_cq_notify_flags::IB_CQ_NEXT_COMP.0 as u8 + 1;
@@ -41,7 +39,7 @@ impl Cq {
         let full = unsafe { &mut (*guard.cq).cq_full };
         if next == tail || *full != 0 {
             if *full == 0 {
-                pr_err!("CQ is full!\n");
+                rvt_err_ratelimited!(self.device(), c"rvt_cq_enter", "CQ is full!\n");
             }
             *full = 1;
             drop(guard);

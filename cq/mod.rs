@@ -25,7 +25,7 @@ use crate::compat::{
     lock::{Guard, SpinLockIrqBackend},
 };
 
-use crate::{bindings, lock::c_lock};
+use crate::{bindings, device::Device, lock::c_lock};
 use ring::Ring;
 
 /// The workqueue completion callbacks run on, created with the module.
@@ -79,6 +79,12 @@ impl Cq {
 
     fn as_raw(&self) -> *mut bindings::rvt_cq {
         self.0.get()
+    }
+
+    /// The device the CQ belongs to.
+    fn device(&self) -> &Device {
+        // SAFETY: `rdi` is set at creation and not changed; the device outlives its CQs.
+        unsafe { Device::from_raw((*self.as_raw()).rdi) }
     }
 
     /// Takes the CQ's lock.

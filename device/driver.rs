@@ -159,6 +159,16 @@ fn all_three(locks: &AllLocks<'_>) -> [*mut bindings::rvt_qp; 3] {
 
 // The device and its ports: ib_core's device verbs, with no rdmavt lock held.
 impl Driver {
+    /// `get_pci_dev`: the PCI device the driver's device is, which rdmavt's log messages
+    /// name ([`super::log`]); `None` if the driver has no callback or it returns NULL
+    /// (rvt_loop without a PCI device).
+    pub(crate) fn pci_dev(&self) -> Option<*mut bindings::pci_dev> {
+        let get = self.table().get_pci_dev?;
+        // SAFETY: the device's own pointer; the callback only reads the driver's data.
+        let pdev = unsafe { get(self.rdi()) };
+        (!pdev.is_null()).then_some(pdev)
+    }
+
     /// `query_port_state`, after rdmavt filled in its part of `props`: the driver adds the
     /// link's state. Required (-EINVAL without it).
     pub(crate) fn query_port_state(

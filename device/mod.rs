@@ -10,13 +10,16 @@
 
 mod alloc;
 mod driver;
+pub(crate) mod log;
 pub(crate) mod ops;
 mod query;
 mod register;
 
-use kernel::{prelude::*, str::CStr, types::Opaque};
+use core::ffi::CStr;
 
-use crate::bindings;
+use kernel::{prelude::*, types::Opaque};
+
+use crate::{bindings, compat::c_str_from_ptr};
 
 /// A registered (or registering) rdmavt device.
 ///
@@ -72,7 +75,7 @@ impl Device {
     /// The name ib_core knows the device by (`rvt_loop0`, `hfi1_0`).
     pub(crate) fn name(&self) -> &CStr {
         // SAFETY: the device is alive (type invariant); its name lives as long as it does.
-        unsafe { CStr::from_char_ptr(bindings::rdmavt_rs_dev_name(self.ibdev())) }
+        unsafe { c_str_from_ptr(bindings::rdmavt_rs_dev_name(self.ibdev())) }
     }
 
     pub(crate) fn ibdev(&self) -> *mut bindings::ib_device {

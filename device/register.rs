@@ -8,7 +8,10 @@ use kernel::{
     prelude::*,
 };
 
-use super::Device;
+use super::{
+    log::{rvt_err, rvt_info},
+    Device,
+};
 use crate::{bindings, lock::spin_lock_init, macros::c_export, mad, mcast, mmap, mr, qp, trace};
 
 /// The uverbs commands rdmavt serves through its ops; ib_core learns of them here because
@@ -170,7 +173,7 @@ fn register(dev: &Device) -> Result {
         )
     });
     if let Err(e) = res {
-        pr_err!("{}: Failed to register driver with ib core.\n", dev.name());
+        rvt_err!(dev, "Failed to register driver with ib core.\n");
         // SAFETY: MR and QP init succeeded above and the device never got registered.
         unsafe {
             mr::exit(dev);
@@ -180,7 +183,7 @@ fn register(dev: &Device) -> Result {
     }
     // As in C, a port without a MAD agent is not fatal: the device works without traps.
     mad::create_agents(dev);
-    pr_info!("{}: Registration with rdmavt done.\n", dev.name());
+    rvt_info!(dev, "Registration with rdmavt done.\n");
     Ok(())
 }
 

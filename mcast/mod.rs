@@ -27,11 +27,12 @@ mod tests;
 mod tree;
 mod verbs;
 
-use kernel::prelude::*;
-
 pub(crate) use verbs::{attach_mcast, detach_mcast};
 
-use crate::{device::Device, lock::spin_lock_init};
+use crate::{
+    device::{log::rvt_err, Device},
+    lock::spin_lock_init,
+};
 use group::Group;
 use tree::{GroupCount, Limits, Tree};
 
@@ -97,9 +98,9 @@ pub(crate) unsafe fn exit(dev: &Device) {
         }
     }
     if freed != 0 {
-        pr_err!(
-            "{}: {freed} multicast groups still attached at unregister; freed\n",
-            dev.name()
+        rvt_err!(
+            dev,
+            "{freed} multicast groups still attached at unregister; freed\n"
         );
         *groups(dev).lock() = 0;
     }

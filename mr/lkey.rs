@@ -35,7 +35,10 @@ use crate::compat::{
 use super::region::Mregion;
 use crate::{
     bindings,
-    device::Device,
+    device::{
+        log::{rvt_err, rvt_warn},
+        Device,
+    },
     lock::{c_lock, spin_lock_init},
 };
 
@@ -304,9 +307,9 @@ pub(crate) unsafe fn driver_init(dev: &Device) -> Result {
     // SAFETY: unregistered device (caller's guarantee): the lock is not in use.
     unsafe { spin_lock_init!(&raw mut (*rdi).lkey_table.lock, c"&rdi->lkey_table.lock") };
     if bits > MAX_BITS {
-        pr_warn!(
-            "{}: lkey bits {} too large, reduced to {}\n",
-            dev.name(),
+        rvt_warn!(
+            dev,
+            "lkey bits {} too large, reduced to {}\n",
             bits,
             MAX_BITS
         );
@@ -344,7 +347,7 @@ pub(crate) unsafe fn exit(dev: &Device) {
     // SAFETY: unregistered: nothing else touches these fields any more.
     unsafe {
         if !(*rdi).dma_mr.is_null() {
-            pr_err!("{}: DMA MR not null!\n", dev.name());
+            rvt_err!(dev, "DMA MR not null!\n");
         }
         let table = (*rdi).lkey_table.table;
         (*rdi).lkey_table.table = core::ptr::null_mut();

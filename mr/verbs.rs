@@ -18,7 +18,7 @@ use super::{
     region::{seg_ptr, SEGSZ},
     KeyKind, Mr, Mregion, NewMr,
 };
-use crate::{bindings, trace};
+use crate::{bindings, device::log::rvt_err, trace};
 
 /// How long `dereg_mr` waits for a region's users to let go: C's `5 * HZ`.
 const DEREG_TIMEOUT_MS: u32 = 5000;
@@ -294,9 +294,9 @@ fn check_refs(mr: &Mregion, caller: &str) -> Result {
         // SAFETY: the region's PD is alive (ib_core holds it until the MR is gone) and
         // belongs to one of our devices.
         let dev = unsafe { crate::device::Device::from_ib((*mr.pd()).device) };
-        pr_err!(
-            "{}: {} timeout mr {:p} pd {:p} lkey {:x} refcount {}\n",
-            dev.name(),
+        rvt_err!(
+            dev,
+            "{} timeout mr {:p} pd {:p} lkey {:x} refcount {}\n",
             caller,
             mr.as_raw(),
             mr.pd(),

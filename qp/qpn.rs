@@ -21,7 +21,10 @@ use crate::compat::{
 use super::Qp;
 use crate::{
     bindings,
-    device::{Device, Port},
+    device::{
+        log::{rvt_err, rvt_info},
+        Device, Port,
+    },
     lock::{lock_raw, spin_lock_init},
     trace,
 };
@@ -185,9 +188,9 @@ unsafe fn init_qpn_table(dev: &Device, qpt: *mut bindings::rvt_qpn_table) -> Res
         (*qpt).last = p.qpn_start as u32;
         (*qpt).incr = ((p.qpn_inc as u32) << p.qos_shift) as u8;
     }
-    pr_info!(
-        "{}: Reserving QPNs from 0x{:x} to 0x{:x} for non-verbs use\n",
-        dev.name(),
+    rvt_info!(
+        dev,
+        "Reserving QPNs from 0x{:x} to 0x{:x} for non-verbs use\n",
         p.qpn_res_start,
         p.qpn_res_end
     );
@@ -277,7 +280,7 @@ pub(crate) unsafe fn exit(dev: &Device) {
         bindings::rvt_qp_iter(rdi, (&raw mut in_use) as u64, Some(free_qp_cb));
     }
     if in_use != 0 {
-        pr_err!("{}: QP memory leak! {} still in use\n", dev.name(), in_use);
+        rvt_err!(dev, "QP memory leak! {} still in use\n", in_use);
     }
     // SAFETY: the device is gone (caller's guarantee): nothing uses `qp_dev` any more.
     unsafe {

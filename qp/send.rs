@@ -19,7 +19,11 @@ use super::{
     complete::{next_slot, SEND_COMPLETION_ONLY, SEND_RESERVE_USED},
     state_ops, Locked, PostGuard, Qp,
 };
-use crate::{bindings, device::Device, trace};
+use crate::{
+    bindings,
+    device::{log::rvt_err, Device},
+    trace,
+};
 
 /// `RVT_OPERATION_MAX`: the number of entries of the driver's `post_parms` (a macro over an
 /// enum that bindgen cannot evaluate).
@@ -373,9 +377,9 @@ impl Qp {
                 self.s_cur_unlocked(),
                 self.s_acked_unlocked(),
             );
-            pr_err!(
-                "{}: More avail entries than QP RB size.\nQP: {}, size: {}, avail: {}\nhead: {}, tail: {}, cur: {}, acked: {}, last: {}\n",
-                dev.name(),
+            rvt_err!(
+                dev,
+                "More avail entries than QP RB size.\nQP: {}, size: {}, avail: {}\nhead: {}, tail: {}, cur: {}, acked: {}, last: {}\n",
                 self.qpn(),
                 size,
                 avail,

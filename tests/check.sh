@@ -124,7 +124,7 @@ vm_timeout=$((2400 + 12 * ${RDMAVT_RS_STRESS_DURATION:-0}))
 # the kselftests below on rdmavt-rs and on 6.12's C rdmavt, and rdmavt-rs's KUnit suites
 # (README, "Kernels": rdma_link is 7.3-only).
 tests_612="module_load hfi1 qib modules_install pingpong pyverbs kverbs hostile_rq loopback"
-tests_612+=" post_send qp_dump hw_counters rvt_loop_device"
+tests_612+=" post_send qp_dump hw_counters rvt_loop_device log_messages"
 leg_612() {
 	local tap=$results/build-6.12.tap
 	echo "# building the 6.12 test kernel (first time: about 15 minutes) and the modules for it"
