@@ -23,6 +23,8 @@
 #                     BENCH_PROVIDERS="rs c", BENCH_ROUNDS=N, BENCH_QUICK=1 (a first look),
 #                     BENCH_HELPERS=inline (clang-22 and CONFIG_RUST_INLINE_HELPERS),
 #                     BENCH_ONLY="send_lat_8 read_bw_4k" (only these points)
+#                     BENCH_PROVIDERS="rs rs-notrace" BENCH_REFERENCE=rs-notrace (what the
+#                     disabled trace events cost: ratios to rdmavt-rs built without them)
 #   make bench-quick  make bench BENCH_QUICK=1
 #   make stress       the stress suite alone (tests/kselftest/stress.sh) on both rdmavt modules,
 #                     each phase DURATION seconds (default 60; make check runs it with 8)

@@ -6,7 +6,7 @@
 # the device, server and client in this guest meeting over TCP, the same arguments on every
 # provider.
 #
-#   bench-guest.sh rs|c|rxe|siw DURATION LAT_ITERS [POINTS]
+#   bench-guest.sh rs|rs-notrace|c|rxe|siw DURATION LAT_ITERS [POINTS]
 #
 # Each bandwidth point runs for DURATION seconds (perftest -D), the first and last second of
 # them unmeasured (-f 1: the warm-up and the drain); each latency point runs LAT_ITERS
@@ -47,7 +47,7 @@ TRAFFIC_TIMEOUT=$((duration + 120 + lat_iters / 100))
 # Loads the provider's driver; sets TRAFFIC_DEV to its device.
 bench_device() {
 	case "$provider" in
-	rs|c) traffic_setup ;;
+	rs|rs-notrace|c) traffic_setup ;;
 	rxe)
 		ip link set lo up
 		modprobe rdma_rxe && rdma link add rxe0 type rxe netdev lo && TRAFFIC_DEV=rxe0 ;;

@@ -18,7 +18,11 @@
 # Speed never fails the run: it fails only when a build, a boot or a perftest run fails.
 # Under TCG the numbers are only comparable within one run.
 #
-#   scripts/bench.sh [PROVIDER...]    rs, c, rxe, siw (default: all four)
+#   scripts/bench.sh [PROVIDER...]    rs, c, rxe, siw (default: all four), rs-notrace
+#
+# rs-notrace is rdmavt-rs built with its trace event calls compiled out (RDMAVT_RS_TRACE=n, in
+# a second copy): `BENCH_PROVIDERS="rs rs-notrace" BENCH_REFERENCE=rs-notrace make bench`
+# measures what the disabled events cost (README, "Benchmarks"). It alternates with rs and c.
 #
 # Settings, from the environment (the Makefile passes them on):
 #   BENCH_ROUNDS=N        boots each of rdmavt-rs and the C rdmavt (default 5; quick: 1)
@@ -31,6 +35,7 @@
 #                         .test-results/bench-6.12 (bench-inline-6.12 with inline helpers)
 #   BENCH_ONLY="NAME..."  only these points (names as in the table: send_lat_8 read_bw_4k ...),
 #                         to look again at a few rows with more rounds
+#   BENCH_REFERENCE=P     the provider the ratios are to (default c)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -61,55 +66,71 @@ else
 fi
 ref_rounds=${BENCH_REF_ROUNDS:-1}
 only=${BENCH_ONLY:-all}
+reference=${BENCH_REFERENCE:-c}
 # A boot that has not finished by then hangs: the boot itself, 20 points with their start-up,
 # and latency points at up to 10 ms an iteration (rxe's under load).
 boot_timeout=$((600 + 20 * (duration + 30) + 3 * lat_iters / 100))
 build=$results/build
+build_notrace=$results/build-notrace
 # Debian's python, which has Debian's matplotlib (a python earlier in PATH may not).
 python=/usr/bin/python3
 
-# The tracked and untracked (not ignored) files of this tree, without build products, into
-# $build; the modules built there against the benchmark kernel with the kernel's own LLVM, and
-# memcpy-bw with the host's gcc (the guest runs the host's binaries over 9p).
-build_modules() {
-	local kdir=$1
-	rm -rf "$build"
-	mkdir -p "$build"
+# build_copy KDIR DIR [MAKE VARIABLE...]: the tracked and untracked (not ignored) files of this
+# tree, without build products, into DIR, and the modules built there against the benchmark
+# kernel with the kernel's own LLVM.
+build_copy() {
+	local kdir=$1 dir=$2
+	shift 2
+	rm -rf "$dir"
+	mkdir -p "$dir"
 	(cd "$repo" && git ls-files -z --cached --others --exclude-standard |
-		tar --null -T - -cf -) | tar -xf - -C "$build"
+		tar --null -T - -cf -) | tar -xf - -C "$dir"
 	# A copy already: the 6.12 line builds in it, not in a .build/6.12/ of it (lib.sh's
 	# module_tree), which sync-tree.sh could not fill from a tree outside git.
-	[ "$KERNEL_LINE" = 7.3 ] || touch "$build/.build-tree"
-	log "building the modules against $kdir in $build"
-	make -s -C "$build" KDIR="$kdir" LLVM="$llvm" modules
+	[ "$KERNEL_LINE" = 7.3 ] || touch "$dir/.build-tree"
+	log "building the modules against $kdir in $dir${1:+ ($*)}"
+	make -s -C "$dir" KDIR="$kdir" LLVM="$llvm" "$@" modules
+}
+
+# The modules in $build (and in $build_notrace for rs-notrace), and memcpy-bw with the host's
+# gcc (the guest runs the host's binaries over 9p).
+build_modules() {
+	local kdir=$1
+	build_copy "$kdir" "$build"
 	gcc -O2 -Wall -o "$build/scripts/bench/memcpy-bw" "$build/scripts/bench/memcpy-bw.c"
+	rm -rf "$build_notrace"
+	if [[ " ${providers[*]} " == *" rs-notrace "* ]]; then
+		build_copy "$kdir" "$build_notrace" RDMAVT_RS_TRACE=n
+	fi
 }
 
 # run_boot KDIR PROVIDER ROUND: one VM boot; its raw output in $results/raw/PROVIDER/ROUND.
 run_boot() {
-	local kdir=$1 p=$2 round=$3 rdmavt=none net=() dir=$results/raw/$2/$3
+	local kdir=$1 p=$2 round=$3 rdmavt=none net=() dir=$results/raw/$2/$3 tree=$build
 	case "$p" in
 	rs|c) rdmavt=$p ;;
+	rs-notrace) rdmavt=rs tree=$build_notrace ;;
 	siw) net=(--network user) ;;
 	esac
 	mkdir -p "$dir"
 	echo "$p $round" >>"$results/raw/order"
 	log "bench: $p, round $round ($(date -u +%H:%M:%S))"
-	KDIR=$kdir bash "$build/scripts/vm.sh" --rdmavt "$rdmavt" --timeout "$boot_timeout" "${net[@]}" \
-		--out "$dir" -- "$build/scripts/bench-guest.sh" "$p" "$duration" "$lat_iters" \
+	KDIR=$kdir bash "$tree/scripts/vm.sh" --rdmavt "$rdmavt" --timeout "$boot_timeout" "${net[@]}" \
+		--out "$dir" -- "$tree/scripts/bench-guest.sh" "$p" "$duration" "$lat_iters" \
 		"$only" >"$dir/vm.log" 2>&1
 }
 
-# The boots in their order: rs and c alternating round by round, then rxe and siw.
+# The boots in their order: the rdmavts (rs, rs-notrace, c) alternating round by round, then
+# rxe and siw.
 boot_plan() {
 	local r p
 	for ((r = 1; r <= rounds; r++)); do
 		for p in "${providers[@]}"; do
-			case "$p" in rs|c) echo "$p $r" ;; esac
+			case "$p" in rs|rs-notrace|c) echo "$p $r" ;; esac
 		done
 	done
 	for p in "${providers[@]}"; do
-		case "$p" in rs|c) continue ;; esac
+		case "$p" in rs|rs-notrace|c) continue ;; esac
 		for ((r = 1; r <= ref_rounds; r++)); do
 			echo "$p $r"
 		done
@@ -125,10 +146,10 @@ report() {
 			"$(git -C "$repo" describe --always --dirty)."
 		echo "Boots: $(boot_plan | awk '!($1 in n) { o[k++] = $1 } { n[$1]++ }
 			END { for (i = 0; i < k; i++) printf "%s%s %d", i ? ", " : "", o[i], n[o[i]] }')" \
-			"(rs and c alternating); bandwidth points ${duration} s (-D $duration -f 1)," \
+			"(the rdmavts alternating); bandwidth points ${duration} s (-D $duration -f 1)," \
 			"latency points -n $lat_iters${quick:+ (quick mode)}."
 		echo
-		"$python" "$here/bench_report.py" --png "$results/ratios.png" \
+		"$python" "$here/bench_report.py" --png "$results/ratios.png" --reference "$reference" \
 			--title "$(basename "$kdir"), Rust helpers $helpers, QEMU TCG, 2 vCPUs" \
 			"$results/raw" "${providers[@]}"
 	} >"$results/results.md"
@@ -138,8 +159,10 @@ report() {
 main() {
 	local kdir p round failed=() start=$SECONDS
 	for p in "${providers[@]}"; do
-		case "$p" in rs|c|rxe|siw) ;; *) die "unknown provider $p (rs, c, rxe or siw)" ;; esac
+		case "$p" in rs|rs-notrace|c|rxe|siw) ;; *) die "unknown provider $p (rs, rs-notrace, c, rxe or siw)" ;; esac
 	done
+	[[ " ${providers[*]} " == *" $reference "* ]] ||
+		die "BENCH_REFERENCE=$reference is not among the providers (${providers[*]})"
 	kdir=$(BENCH_HELPERS=$helpers bash "$here/kernel.sh" "$kernel_flag")
 	BENCH_HELPERS=$helpers build_modules "$kdir"
 	rm -rf "$results/raw"

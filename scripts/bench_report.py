@@ -2,15 +2,16 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """The benchmark's report: perftest's numbers from the raw output of scripts/bench-guest.sh,
 gathered over several boots, one row per test and metric: each provider's median, minimum and
-maximum, the ratio of its median to the C rdmavt's, and "within noise" where the two ranges
+maximum, the ratio of its median to the reference's (the C rdmavt's unless --reference says
+otherwise), and "within noise" where the two ranges
 overlap; each bandwidth row also as a fraction of the guest's memcpy bandwidth at that size.
 
-    bench_report.py [--png FILE [--title TEXT]] RAW_DIR PROVIDER...
+    bench_report.py [--png FILE [--title TEXT]] [--reference PROVIDER] RAW_DIR PROVIDER...
 
 RAW_DIR/PROVIDER/ROUND/ holds one boot's output: status (one "NAME ok|failed(...)|
 unsupported(...)" line per point, or "setup failed"), NAME.client and NAME.server (perftest's
 output on each side; the client's numbers count), NAME.cmd (its command line) and memcpy.txt (scripts/bench/memcpy-bw's output, whose "memcpy
-SIZE MB/s" lines are the limit). RAW_DIR/order lists the boots as they ran. Markdown on stdout; with --png, the ratios to the C rdmavt as a plot.
+SIZE MB/s" lines are the limit). RAW_DIR/order lists the boots as they ran. Markdown on stdout; with --png, the ratios to the reference as a plot.
 Speed is reported, never judged: a point that left no number is shown as failed and listed,
 but whether the run failed is for scripts/bench.sh to say, from the boots' exit statuses.
 """
@@ -21,8 +22,16 @@ import re
 import statistics
 import sys
 
-LABELS = {"rs": "rdmavt-rs", "c": "C rdmavt", "rxe": "rxe", "siw": "siw"}
+LABELS = {"rs": "rdmavt-rs", "rs-notrace": "rdmavt-rs without trace events", "c": "C rdmavt",
+          "rxe": "rxe", "siw": "siw"}
+# The provider the ratios are to; --reference changes it.
 REFERENCE = "c"
+# Its name in the ratio columns and the plot.
+SHORT = {"c": "C", "rs-notrace": "no-trace"}
+
+
+def short(p):
+    return SHORT.get(p, LABELS.get(p, p))
 
 BW = "BW average [MB/s]"
 MSGRATE = "MsgRate [Mpps]"
@@ -268,7 +277,7 @@ def table(data, providers):
     ref = REFERENCE in providers
     head = [LABELS.get(p, p) for p in providers]
     if ref:
-        head += [f"{LABELS.get(p, p)} / C" for p in others]
+        head += [f"{LABELS.get(p, p)} / {short(REFERENCE)}" for p in others]
     lines = ["| test | metric | " + " | ".join(head) + " |", "|" + " --- |" * (2 + len(head))]
     lines += memcpy_rows(data, providers, len(others) if ref else 0)
     plot = []
@@ -334,17 +343,19 @@ def problems(raw, data, providers):
 
 
 def plot(path, rows, providers, title):
-    """The ratio to the C rdmavt per row, rdmavt-rs with its min-max range, rxe and siw as
-    points: bandwidth rows (above 1 is faster) and latency rows (above 1 is slower) on two
-    panels, both logarithmic, so that rxe's 0.02 and rdmavt-rs's 0.9 both read."""
+    """The ratio to the reference (the C rdmavt) per row, rdmavt-rs with its min-max range,
+    rxe and siw as points: bandwidth rows (above 1 is faster) and latency rows (above 1 is
+    slower) on two panels, both logarithmic, so that rxe's 0.02 and rdmavt-rs's 0.9 both
+    read."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib import ticker
 
-    panels = [("bandwidth / message rate: rdmavt-rs / C (above 1: faster than C)",
+    ref = short(REFERENCE)
+    panels = [(f"bandwidth / message rate: rdmavt-rs / {ref} (above 1: faster than {ref})",
                [r for r in rows if r[1] not in LATENCY_METRICS]),
-              ("latency: rdmavt-rs / C (above 1: slower than C)",
+              (f"latency: rdmavt-rs / {ref} (above 1: slower than {ref})",
                [r for r in rows if r[1] in LATENCY_METRICS])]
     panels = [(t, r) for t, r in panels if r]
     if not panels:
@@ -367,9 +378,10 @@ def plot(path, rows, providers, title):
             if p == "rs":
                 err = [[v[0] - v[1] for _, v in pts], [v[2] - v[0] for _, v in pts]]
                 ax.errorbar(med, y, xerr=err, fmt=marker, color=color, capsize=3,
-                            label=f"{LABELS[p]} / C (median, min-max)")
+                            label=f"{LABELS[p]} / {ref} (median, min-max)")
             else:
-                ax.plot(med, y, marker, color=color, alpha=0.6, label=f"{LABELS.get(p, p)} / C")
+                ax.plot(med, y, marker, color=color, alpha=0.6,
+                        label=f"{LABELS.get(p, p)} / {ref}")
         # A row rdmavt-rs has no ratio for says so, rather than staying blank.
         for y, r in zip(ys, prows):
             if not r[2].get("rs"):
@@ -397,9 +409,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--png", help="write the plot of the ratios here")
     ap.add_argument("--title", default="QEMU TCG, 2 vCPUs", help="what the plot was measured on")
+    ap.add_argument("--reference", default="c", help="the provider the ratios are to (c)")
     ap.add_argument("raw")
     ap.add_argument("providers", nargs="+")
     args = ap.parse_args()
+    global REFERENCE
+    REFERENCE = args.reference
     providers = args.providers
     data = {p: load(args.raw, p) for p in providers}
 
@@ -441,7 +456,7 @@ def main():
         print("Failed: " + "; ".join(failed))
     if args.png and ratio_rows:
         try:
-            title = f"relative to the C rdmavt: {args.title}"
+            title = f"relative to {LABELS.get(REFERENCE, REFERENCE)}: {args.title}"
             plot(args.png, ratio_rows, providers, title)
         except ImportError as e:
             print(f"bench_report: no plot: {e} (scripts/setup.sh installs python3-matplotlib)",

@@ -26,13 +26,15 @@ use crate::{bindings, device::Device, qp::Qp};
 /// `__tracepoint_*` is typed as the kernel crate's `struct tracepoint` on 7.3 (see
 /// `bindings/mod.rs`), which `kernel::jump_label::static_branch_unlikely!` reads the key
 /// through; on 6.12, whose kernel crate has no tracepoint support, the key's count is read
-/// (`compat::tracepoint_enabled!`). Without `CONFIG_TRACEPOINTS` the functions are empty.
+/// (`compat::tracepoint_enabled!`). Without `CONFIG_TRACEPOINTS` the functions are empty, and
+/// so they are in a build with `RDMAVT_RS_TRACE=n` (cfg `rdmavt_no_trace`), which `make bench`
+/// compares with the normal build to show what disabled events cost.
 macro_rules! declare_trace {
     ($($(#[$attr:meta])* $pub:vis unsafe fn $name:ident($($arg:ident : $typ:ty),* $(,)?);)*) => {$(
         $(#[$attr])*
         #[inline(always)]
         $pub unsafe fn $name($($arg: $typ),*) {
-            #[cfg(CONFIG_TRACEPOINTS)]
+            #[cfg(all(CONFIG_TRACEPOINTS, not(rdmavt_no_trace)))]
             {
                 // SAFETY: the tracepoint is a real static key, defined by trace/trace.c;
                 // querying it is always allowed.
@@ -48,7 +50,7 @@ macro_rules! declare_trace {
                     }
                 }
             }
-            #[cfg(not(CONFIG_TRACEPOINTS))]
+            #[cfg(any(not(CONFIG_TRACEPOINTS), rdmavt_no_trace))]
             {
                 $(let _unused = $arg;)*
             }

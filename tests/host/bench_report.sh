@@ -4,8 +4,8 @@
 # scripts/bench_report.py on a small synthetic raw directory, no VM: the median, minimum and
 # maximum over the boots, the ratio of medians, "within noise" exactly when the two ranges
 # overlap, a point without a number (a failed run, a boot that never ran, perftest's 0.00
-# MB/sec) shown as failed, a point the device lacks as n/a, the fraction of memcpy, and the
-# plot.
+# MB/sec) shown as failed, a point the device lacks as n/a, the fraction of memcpy, ratios to
+# another reference than C, and the plot.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/ktap.sh"
@@ -104,7 +104,7 @@ is() { [ "$1" = "$2" ] || { echo "got '$1', expected '$2'"; return 1; }; }
 
 BW='BW average [MB/s]'
 ktap_header
-ktap_plan 17
+ktap_plan 18
 ktap_check "the report runs" is "$rc" 0
 ktap_check "median and min-max over the boots" is "$(cell write_bw_64k "$BW" 1)" "110 (100-120)"
 ktap_check "a single boot shows its value alone" is "$(cell write_bw_64k "$BW" 4)" "500"
@@ -135,6 +135,11 @@ ktap_check "the failures are listed, the unsupported point is not among them" \
 	bash -c "grep -q '^Failed: .*rxe/2: the boot ran no point' '$tmp/out' &&
 		grep -q '^Failed: .*rxe/1 send_bw_64k: no number in the output' '$tmp/out' &&
 		! grep -q '^Failed: .*siw/1 atomic_bw' '$tmp/out'"
+# Another reference (BENCH_REFERENCE: rs-notrace, to measure rdmavt-rs against itself).
+"$python" "$report" --reference rs "$raw" rs c >"$tmp/out-ref" 2>>"$tmp/err"
+ktap_check "--reference: the ratios are to that provider" bash -c \
+	"grep -qF '| C rdmavt / rdmavt-rs |' '$tmp/out-ref' &&
+		grep -qF '| write_bw_64k | $BW | 110 (100-120) | 210 (200-220) | 1.91 |' '$tmp/out-ref'"
 if "$python" -c 'import matplotlib' 2>/dev/null; then
 	ktap_check "the plot is a PNG" "$python" -c \
 		'import sys; sys.exit(open(sys.argv[1], "rb").read(8) != b"\x89PNG\r\n\x1a\n")' \
