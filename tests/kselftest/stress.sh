@@ -8,7 +8,11 @@
 #      completions;
 #   2. teardown under traffic: one side of a transfer killed with SIGKILL in the middle, so that
 #      a process exits with everything open while its peer goes on sending (a destroyed QP, a
-#      responder gone with reads outstanding), and the survivor must end;
+#      responder gone with reads outstanding), and the survivor must end; and QPs moved to the
+#      error state with ibv_modify_qp under traffic (tests/progs/qp_err_traffic.c: RC and UC,
+#      the receiver's QP while its peer sends, the sender's with its send queue busy), where
+#      every WR on both sides completes once, with the statuses the C rdmavt gives, and what
+#      was received is intact;
 #   3. modules in use: rmmod of rvt_loop and of rdmavt refused under traffic.
 # After each phase every object is freed (rdma resource's counts for rvt_loop0 are back where
 # they started) and a data-checked ibv_rc_pingpong passes: nothing is wedged. Phases 1 and 2
@@ -24,6 +28,7 @@ dev=(-d "$TRAFFIC_DEV" -i 1)
 work=$(mktemp -d)
 
 ktap_need_prog cq_overflow
+ktap_need_prog qp_err_traffic
 traffic_setup || ktap_bail "stress: $TRAFFIC_BROKEN"
 ktap_header
 trap 'rm -rf "$work"; rmmod rvt_loop 2>/dev/null' EXIT
@@ -188,6 +193,27 @@ killed "ib_read_bw, the responder killed (reads outstanding)" server \
 	ib_read_bw -s 65536 "${long[@]}"
 killed "UC ib_write_bw, the target killed" server ib_write_bw -c UC -s 65536 "${long[@]}"
 lingering "ibv_rc_pingpong" ibv_rc_pingpong -n 100000000 "${dev[@]}"
+
+# QPs moved to the error state while traffic runs (tests/progs/qp_err_traffic.c), in rounds
+# for about `duration` seconds: the receiver's QP while its peer sends, the sender's with its
+# send queue busy, pairs left alone beside them. Its TAP points become this test's points.
+qp_err() {
+	local out=$work/qp_err rc=0 failed=0 line
+	timeout "$((duration + TRAFFIC_TIMEOUT))" "$KTAP_PROGS/qp_err_traffic" -t "$duration" \
+		>"$out" 2>"$out.err" || rc=$?
+	while IFS= read -r line; do
+		case $line in
+		"ok "*) ktap_pass "QP to ERR under traffic: ${line#ok * }" ;;
+		"not ok "*) failed=1; ktap_fail "QP to ERR under traffic: ${line#not ok * }" ;;
+		"# "*) ktap_msg "${line#\# }" ;;
+		esac
+	done <"$out"
+	[ "$rc" = 0 ] && return
+	sed 's/^/#   /' "$out.err" | tail -40
+	[ "$failed" = 1 ] ||
+		ktap_fail "QP to ERR under traffic: qp_err_traffic exits 0 (it exited $rc)"
+}
+qp_err
 settled "teardown under traffic"
 
 # --- 3. the modules in use -------------------------------------------------------------------
