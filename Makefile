@@ -26,6 +26,7 @@
 #                     BENCH_PROVIDERS="rs rs-notrace" BENCH_REFERENCE=rs-notrace (what the
 #                     disabled trace events cost: ratios to rdmavt-rs built without them)
 #   make bench-quick  make bench BENCH_QUICK=1
+#   make profile      perf record during two perftest points, rdmavt-rs beside C: docs/perf.md
 #   make stress       the stress suite alone (tests/kselftest/stress.sh) on both rdmavt modules,
 #                     each phase DURATION seconds (default 60; make check runs it with 8)
 #   make fuzz         the differential fuzzer alone (tests/kselftest/fuzz.py) on both rdmavt
@@ -137,8 +138,12 @@ clean:
 # separate build without the debug options, -O2; scripts/bench.sh). Reports speed, never
 # judges it. The BENCH_* settings reach scripts/setup.sh and scripts/bench.sh through the
 # environment (make exports variables given on its command line).
-.PHONY: bench bench-quick
+.PHONY: bench bench-quick profile
 bench: setup
 	@bash $(SCRIPTS)/bench.sh $(BENCH_PROVIDERS)
 bench-quick: setup
 	@BENCH_QUICK=1 bash $(SCRIPTS)/bench.sh $(BENCH_PROVIDERS)
+# perf record in the guest during ib_send_bw at 64 B and ib_write_bw at 64 KiB, on rdmavt-rs
+# and the C rdmavt; the side-by-side summary in docs/perf.md.
+profile: setup
+	@BENCH_PROFILE=1 bash $(SCRIPTS)/bench.sh $(BENCH_PROVIDERS)

@@ -6,7 +6,7 @@
 # the device, server and client in this guest meeting over TCP, the same arguments on every
 # provider.
 #
-#   bench-guest.sh rs|rs-notrace|c|rxe|siw DURATION LAT_ITERS [POINTS]
+#   bench-guest.sh rs|rs-notrace|c|rxe|siw DURATION LAT_ITERS [POINTS [PROFILE]]
 #
 # Each bandwidth point runs for DURATION seconds (perftest -D), the first and last second of
 # them unmeasured (-f 1: the warm-up and the drain); each latency point runs LAT_ITERS
@@ -21,6 +21,13 @@
 # ok, failed(...), or unsupported(...) for what the device lacks (siw: UC and atomics). The
 # host parses the numbers (scripts/bench_report.py). The exit status is 0 only when every
 # supported point ran.
+#
+# PROFILE=N (`make profile`): during each point, from 2 seconds after its client starts (past
+# its warm-up), `perf record -a -g` samples the whole guest for N seconds at PROFILE_HZ; each
+# sample's task and call chain (addresses) go to NAME.perf.gz (perf script), and the kernel's
+# symbols with the modules' load addresses to kallsyms.gz, so that scripts/profile_report.py
+# resolves them on the host: perf itself would take an installed rdmavt.ko's symbols for the
+# rdmavt-rs loaded from elsewhere.
 set -u
 tests=$RDMAVT_RS_REPO/tests
 . "$tests/lib/ktap.sh"
@@ -30,6 +37,8 @@ provider=$1
 duration=$2
 lat_iters=$3
 only=${4:-all}
+profile=${5:-0}
+PROFILE_HZ=999
 out=$RDMAVT_RS_OUT
 memcpy_bw=$RDMAVT_RS_REPO/scripts/bench/memcpy-bw
 failed=0
@@ -76,9 +85,11 @@ bench() {
 	while kill -0 "$spid" 2>/dev/null && ! traffic_listening "$port"; do
 		sleep 0.2
 	done
+	[ "$profile" = 0 ] || record "$name" &
 	timeout "$TRAFFIC_TIMEOUT" "${cmd[@]}" -p "$port" "$server" >"$out/$name.client" 2>&1 ||
 		crc=$?
 	wait "$spid" || src=$?
+	[ "$profile" = 0 ] || { wait; report "$name"; }
 	if [ "$src" = 0 ] && [ "$crc" = 0 ]; then
 		echo "$name ok" >>"$out/status"
 	else
@@ -87,6 +98,24 @@ bench() {
 		tail -5 "$out/$name.server" "$out/$name.client" >&2
 		failed=1
 	fi
+}
+
+# record NAME: the samples of point NAME's middle PROFILE seconds, into the guest's /tmp.
+record() {
+	sleep 2
+	perf record -F "$PROFILE_HZ" -a -g -o "/tmp/$1.perf.data" -- sleep "$profile" \
+		>"$out/$1.perf.log" 2>&1
+}
+
+# report NAME: point NAME's samples, each a task line and its call chain's addresses, leaf
+# first, after a line with the sampling parameters.
+report() {
+	{
+		echo "frequency: $PROFILE_HZ Hz, seconds: $profile, CPUs: $(nproc)"
+		perf script -i "/tmp/$1.perf.data" -F comm,ip
+	} 2>>"$out/$1.perf.log" | gzip >"$out/$1.perf.gz"
+	rm -f "/tmp/$1.perf.data"
+	[ -e "$out/kallsyms.gz" ] || grep ' [tTwW] ' /proc/kallsyms | gzip >"$out/kallsyms.gz"
 }
 
 # selected NAME: whether NAME is among the points asked for (POINTS, "all" by default).

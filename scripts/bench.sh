@@ -36,6 +36,12 @@
 #   BENCH_ONLY="NAME..."  only these points (names as in the table: send_lat_8 read_bw_4k ...),
 #                         to look again at a few rows with more rounds
 #   BENCH_REFERENCE=P     the provider the ratios are to (default c)
+#   BENCH_PROFILE=1       `make profile`: perf record during the points of BENCH_ONLY (default
+#                         send_bw_64 and write_bw_64k), 8-second points, one boot each of rs
+#                         and c by default; results in .test-results/profile (-inline,
+#                         -6.12), and the side-by-side summary scripts/profile_report.py
+#                         writes to docs/perf.md (for the default kernel and helpers) and to
+#                         the results
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -43,7 +49,11 @@ repo=$(cd "$here/.." && pwd)
 . "$here/lib.sh"
 
 providers=("$@")
-[ ${#providers[@]} -gt 0 ] || providers=(rs c rxe siw)
+profile=${BENCH_PROFILE:-}
+[ "$profile" != 0 ] || profile=
+if [ ${#providers[@]} = 0 ]; then
+	if [ -n "$profile" ]; then providers=(rs c); else providers=(rs c rxe siw); fi
+fi
 
 quick=${BENCH_QUICK:-}
 [ "$quick" != 0 ] || quick=
@@ -53,6 +63,7 @@ outline) kernel_flag=--bench; llvm=$LLVM_SUFFIX; results=$repo/.test-results/ben
 inline) kernel_flag=--bench-inline; llvm=-22; results=$repo/.test-results/bench-inline ;;
 *) die "BENCH_HELPERS is outline (default) or inline" ;;
 esac
+[ -z "$profile" ] || results=$repo/.test-results/profile${results#"$repo"/.test-results/bench}
 # The 6.12 line (KERNEL=6.12) has results of its own: .test-results/bench-6.12 and so on.
 [ "$KERNEL_LINE" = 7.3 ] || results+=-$KERNEL_LINE
 # A bandwidth point: 1 s warm-up, DURATION - 2 s measured, 1 s drain. Latency points count
@@ -66,6 +77,12 @@ else
 fi
 ref_rounds=${BENCH_REF_ROUNDS:-1}
 only=${BENCH_ONLY:-all}
+# A profile: 4 seconds of samples in the middle of 8-second points.
+profile_seconds=0
+if [ -n "$profile" ]; then
+	rounds=${BENCH_ROUNDS:-1} duration=8 profile_seconds=4
+	only=${BENCH_ONLY:-send_bw_64 write_bw_64k}
+fi
 reference=${BENCH_REFERENCE:-c}
 # A boot that has not finished by then hangs: the boot itself, 20 points with their start-up,
 # and latency points at up to 10 ms an iteration (rxe's under load).
@@ -117,7 +134,7 @@ run_boot() {
 	log "bench: $p, round $round ($(date -u +%H:%M:%S))"
 	KDIR=$kdir bash "$tree/scripts/vm.sh" --rdmavt "$rdmavt" --timeout "$boot_timeout" "${net[@]}" \
 		--out "$dir" -- "$tree/scripts/bench-guest.sh" "$p" "$duration" "$lat_iters" \
-		"$only" >"$dir/vm.log" 2>&1
+		"$only" "$profile_seconds" >"$dir/vm.log" 2>&1
 }
 
 # The boots in their order: the rdmavts (rs, rs-notrace, c) alternating round by round, then
@@ -156,6 +173,19 @@ report() {
 	cat "$results/results.md"
 }
 
+# The profile's side-by-side summary: $results/perf.md, and docs/perf.md for the default kernel
+# line and helpers (the one the README discusses).
+profile_summary() {
+	local kdir=$1
+	"$python" "$here/profile_report.py" --title "$(basename "$kdir"), Rust helpers $helpers," \
+		--commit "$(git -C "$repo" describe --always --dirty)" "$results/raw" \
+		"${providers[@]}" >"$results/perf.md"
+	if [ "$KERNEL_LINE" = 7.3 ] && [ "$helpers" = outline ]; then
+		cp "$results/perf.md" "$repo/docs/perf.md"
+		log "profile: docs/perf.md"
+	fi
+}
+
 main() {
 	local kdir p round failed=() start=$SECONDS
 	for p in "${providers[@]}"; do
@@ -174,6 +204,7 @@ main() {
 		}
 	done < <(boot_plan)
 	report "$kdir"
+	[ -z "$profile" ] || profile_summary "$kdir"
 	log "benchmark: $(( (SECONDS - start) / 60 )) min; results: $results/results.md," \
 		"plot: $results/ratios.png, raw output: $results/raw/"
 	[ ${#failed[@]} = 0 ] || die "runs failed: ${failed[*]}"

@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""The profile's summary (`make profile`): where each provider's CPU time goes per message, side
+by side, from the raw output of scripts/bench-guest.sh in profile mode.
+
+    profile_report.py [--title TEXT] [--commit REV] RAW_DIR PROVIDER...
+
+RAW_DIR/PROVIDER/1/ holds one boot: kallsyms.gz (the guest's text symbols, modules with their
+load addresses), and for each profiled point NAME, NAME.perf.gz (a line of sampling
+parameters, then perf script's samples: the task, then the call chain's addresses, leaf first),
+NAME.client (perftest's output: the message rate) and NAME.cmd. Markdown on stdout.
+
+Under QEMU TCG the guest has no PMU: perf samples with the cpu-clock timer, whose interrupt
+cannot land while interrupts are off. A tick that falls due in a section that runs with
+interrupts off (a spin_lock_irqsave section: most of rdmavt's data path) is taken where they
+come back on, in the unlock. So a sample whose leaf is such an unlock is given to the function
+that ended the section (the first caller that is not a lock wrapper), marked "(irqs off)":
+the time was spent in its section, not in the unlock.
+"""
+
+import argparse
+import bisect
+import gzip
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_report  # noqa: E402  (the perftest output parser, shared with make bench)
+
+LABELS = bench_report.LABELS
+# What an idle vCPU runs: not part of any message's cost.
+IDLE = {"pv_native_safe_halt", "native_safe_halt", "default_idle", "default_idle_call",
+        "cpuidle_idle_call", "do_idle", "poll_idle", "acpi_idle_do_entry", "arch_cpu_idle"}
+# Where interrupts come back on: a sample here stands for time in the section it ends.
+IRQ_ON = re.compile(r"^_raw_spin_unlock_irq(restore|_enable)?$|^_raw_(read|write)_unlock_irq"
+                    r"(restore)?$|^__local_bh_enable_ip$|^finish_task_switch")
+# The wrappers between a section's owner and the unlock, skipped on the way up.
+WRAPPER = re.compile(r"^(rust_helper_|_raw_spin_unlock|_raw_(read|write)_unlock|spin_unlock"
+                     r"|__raw_spin_unlock|local_irq_restore|finish_task_switch)")
+# Our modules, whose functions get an inclusive count.
+OURS = {"rdmavt", "rvt_loop"}
+TOP = 25
+HEAD_RE = re.compile(r"^frequency: (\d+) Hz, seconds: (\d+), CPUs: (\d+)")
+KERNEL_BASE = 0xffff800000000000
+
+
+def demangle(names):
+    """Rust's (v0) symbol names demangled by binutils' c++filt, without the crates' hashes
+    (`rdmavt_rs::qp::send::post_send`); as they were without c++filt."""
+    try:
+        out = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True,
+                             text=True, check=True).stdout.splitlines()
+    except (OSError, subprocess.CalledProcessError):
+        return {}
+    if len(out) != len(names):
+        return {}
+    return {n: re.sub(r"\[[0-9a-f]+\]", "", d) for n, d in zip(names, out)}
+
+
+class Symbols:
+    """The guest's kallsyms: an address to (module, function)."""
+
+    def __init__(self, text):
+        rows = []
+        for line in text.splitlines():
+            f = line.split()
+            if len(f) < 3:
+                continue
+            mod = f[3].strip("[]") if len(f) > 3 else "vmlinux"
+            rows.append((int(f[0], 16), f[2], mod))
+        rows.sort()
+        names = demangle([r[1] for r in rows if r[1].startswith("_R")])
+        self.rows = [(a, names.get(n, n), m) for a, n, m in rows]
+        self.addrs = [r[0] for r in rows]
+
+    def lookup(self, ip):
+        i = bisect.bisect_right(self.addrs, ip) - 1
+        if i < 0:
+            return ("?", hex(ip))
+        return (self.rows[i][2], self.rows[i][1])
+
+
+class Profile:
+    """One point's samples in one boot, resolved and attributed."""
+
+    def __init__(self, text, syms, client):
+        self.hz = self.seconds = self.cpus = None
+        self.samples, self.idle, self.user = 0, 0, 0
+        self.self_ = {}      # (module, function) -> samples
+        self.modules = {}    # module -> samples (attributed)
+        self.inclusive = {}  # (module, function) of ours -> samples
+        chain = []
+        for line in text.splitlines() + [""]:
+            m = HEAD_RE.match(line)
+            if m:
+                self.hz, self.seconds, self.cpus = (int(g) for g in m.groups())
+                continue
+            s = line.strip()
+            if line[:1].isspace() and s:
+                try:
+                    chain.append(int(s.split()[0], 16))
+                except ValueError:
+                    pass
+                continue
+            if chain:
+                self.add(chain, syms)
+            chain = []
+        size, vals = bench_report.parse(client or "")
+        bw = vals.get(bench_report.BW)
+        self.rate = bw * (1 << 20) / size if bw and size else None
+
+    def add(self, chain, syms):
+        self.samples += 1
+        if chain[0] < KERNEL_BASE:
+            self.user += 1
+            return
+        frames = [syms.lookup(ip) for ip in chain if ip >= KERNEL_BASE]
+        leaf = frames[0]
+        if leaf[1] in IDLE:
+            self.idle += 1
+            return
+        key = leaf
+        if IRQ_ON.match(leaf[1]):
+            owner = next((f for f in frames[1:] if not WRAPPER.match(f[1])), None)
+            if owner is not None:
+                key = (owner[0], owner[1] + " (irqs off)")
+        self.self_[key] = self.self_.get(key, 0) + 1
+        self.modules[key[0]] = self.modules.get(key[0], 0) + 1
+        for f in set(frames):
+            if f[0] in OURS:
+                self.inclusive[f] = self.inclusive.get(f, 0) + 1
+
+    @property
+    def usable(self):
+        return self.samples > 0 and self.rate and self.cpus
+
+    def us_per_msg(self, n):
+        """The CPU microseconds per message that N samples stand for: their share of all
+        samples, of both vCPUs' time, divided by the messages sent meanwhile."""
+        return n / self.samples * self.cpus * 1e6 / self.rate
+
+
+def load(raw, provider, name):
+    d = os.path.join(raw, provider, "1")
+    try:
+        with gzip.open(os.path.join(d, name + ".perf.gz"), "rt", errors="replace") as f:
+            text = f.read()
+        with gzip.open(os.path.join(d, "kallsyms.gz"), "rt", errors="replace") as f:
+            syms = Symbols(f.read())
+    except OSError:
+        return None
+    return Profile(text, syms, bench_report.read(os.path.join(d, name + ".client")))
+
+
+def points(raw, providers):
+    names = []
+    for p in providers:
+        d = os.path.join(raw, p, "1")
+        for f in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+            if f.endswith(".perf.gz") and f[:-8] not in names:
+                names.append(f[:-8])
+    return names
+
+
+def us(v):
+    return "-" if v is None else f"{v:.1f}" if v >= 1 else f"{v:.2f}"
+
+
+def table(title, head, rows):
+    return [title, "", "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)] + \
+        ["| " + " | ".join(r) + " |" for r in rows] + [""]
+
+
+def ranked(profs, good, attr, top):
+    """The keys of ATTR (a dict of each profile) among the TOP of any provider, busiest
+    first."""
+    keys = []
+    for p in good:
+        d = getattr(profs[p], attr)
+        for k in sorted(d, key=lambda k: -d[k])[:top]:
+            if k not in keys:
+                keys.append(k)
+    keys.sort(key=lambda k: -max(getattr(profs[p], attr).get(k, 0) for p in good))
+    return keys
+
+
+def cells(profs, good, attr, key):
+    return [us(profs[p].us_per_msg(getattr(profs[p], attr)[key]))
+            if key in getattr(profs[p], attr) else "-" for p in good]
+
+
+def section(raw, name, providers):
+    profs = {p: load(raw, p, name) for p in providers}
+    cmd = next((c for c in (bench_report.read(os.path.join(raw, p, "1", name + ".cmd"))
+                            for p in providers) if c), "")
+    out = [f"## {name}", "", f"`{cmd.strip()}`", ""]
+    good = [p for p in providers if profs[p] and profs[p].usable]
+    for p in providers:
+        if p not in good:
+            out += [f"{LABELS.get(p, p)}: no usable profile (see its {name}.perf.log).", ""]
+    if not good:
+        return out
+    labels = [LABELS.get(p, p) for p in good]
+    kern = {p: profs[p].samples - profs[p].idle - profs[p].user for p in good}
+    out += table("Per message, CPU microseconds (both vCPUs):", [""] + labels, [
+        ["messages per second"] + [f"{profs[p].rate:,.0f}" for p in good],
+        ["samples (idle, user space)"] + [
+            f"{profs[p].samples} ({profs[p].idle}, {profs[p].user})" for p in good],
+        ["kernel"] + [us(profs[p].us_per_msg(kern[p])) for p in good],
+        ["user space (perftest polling, the provider library)"] + [
+            us(profs[p].us_per_msg(profs[p].user)) for p in good],
+        ["idle"] + [us(profs[p].us_per_msg(profs[p].idle)) for p in good],
+    ])
+    mods = ranked(profs, good, "modules", 6)
+    out += table("Kernel time by module (samples in an interrupts-off section given to its "
+                 "owner), microseconds per message:", ["module"] + labels,
+                 [[m] + cells(profs, good, "modules", m) for m in mods])
+    keys = ranked(profs, good, "self_", TOP)
+    out += table(f"The busiest kernel functions, self time (the {TOP} of each), microseconds "
+                 "per message; \"(irqs off)\": the function's interrupts-off sections:",
+                 ["function", "module"] + labels,
+                 [[f"`{f}`", m] + cells(profs, good, "self_", (m, f)) for m, f in keys])
+    keys = ranked(profs, good, "inclusive", 15)
+    out += table("rdmavt's and rvt_loop's functions, inclusive (with what they call), "
+                 "microseconds per message:", ["function", "module"] + labels,
+                 [[f"`{f}`", m] + cells(profs, good, "inclusive", (m, f)) for m, f in keys])
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--title", default="", help="the kernel and helpers profiled")
+    ap.add_argument("--commit", default="", help="the tree profiled")
+    ap.add_argument("raw")
+    ap.add_argument("providers", nargs="+")
+    args = ap.parse_args()
+    lines = [
+        "# Where the time goes: a profile per message", "",
+        "Generated by `make profile` (`scripts/bench.sh` with `BENCH_PROFILE=1`, then "
+        "`scripts/profile_report.py`); do not edit. "
+        f"{args.title} QEMU TCG, 2 vCPUs, at {args.commit}.", "",
+        "In one boot per provider, each point runs for 8 seconds; from 2 seconds after its "
+        "client starts, `perf record -a -g` samples the whole guest for 4 seconds (cpu-clock: "
+        "TCG has no PMU), and the host resolves the call chains with the guest's kallsyms. A "
+        "function's share of the samples becomes CPU microseconds per message: that share of "
+        "both vCPUs' time, divided by the messages sent meanwhile (perftest's average rate). "
+        "Sender and receiver run in the same guest and rvt_loop copies in the sender's context, "
+        "so the numbers are the whole loopback's cost of a message, both sides. The timer "
+        "cannot interrupt code that runs with interrupts off: its samples land where they come "
+        "back on, and are given to the function whose section it was (\"(irqs off)\"). Call "
+        "counts are not measured: the benchmark kernel has no function tracer.", ""]
+    for name in points(args.raw, args.providers):
+        lines += section(args.raw, name, args.providers)
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

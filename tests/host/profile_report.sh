@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# scripts/profile_report.py (`make profile`) on a small synthetic boot, no VM: addresses
+# resolved through the guest's kallsyms (module symbols included), idle and user-space samples
+# counted apart, a sample taken where interrupts come back on given to the function whose
+# section it ended (through the lock wrappers), inclusive counts for rdmavt's and rvt_loop's
+# functions, and samples turned into CPU microseconds per message.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib/ktap.sh"
+report=$here/../../scripts/profile_report.py
+python=/usr/bin/python3
+[ -x "$python" ] || python=python3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+d=$tmp/raw/rs/1
+mkdir -p "$d"
+
+printf '%s\n' \
+	"ffffffff81000000 T pv_native_safe_halt" \
+	"ffffffff81001000 T _raw_spin_unlock_irqrestore" \
+	"ffffffff81002000 T rust_helper_spin_unlock_irqrestore" \
+	"ffffffff81003000 T memcpy" \
+	"ffffffffa0000000 t rvt_ruc_loopback	[rdmavt]" \
+	"ffffffffa0001000 t rvt_post_send	[rdmavt]" \
+	"ffffffffa0010000 t rvt_loop_do_send	[rvt_loop]" | gzip >"$d/kallsyms.gz"
+# 10 samples at 999 Hz, 4 seconds, 2 CPUs: 2 idle, 2 in user space, 3 at an unlock called
+# (through the Rust helper) by rvt_ruc_loopback, 3 in memcpy under rvt_ruc_loopback.
+{
+	echo "frequency: 999 Hz, seconds: 4, CPUs: 2"
+	for i in 1 2; do printf 'swapper \n\tffffffff81000010\n\n'; done
+	for i in 1 2; do printf 'ib_send_bw \n\t7f0000001000\n\n'; done
+	for i in 1 2 3; do
+		printf 'ib_send_bw \n\tffffffff81001010\n\tffffffff81002010\n\tffffffffa0000100\n'
+		printf '\tffffffffa0001100\n\n'
+	done
+	for i in 1 2 3; do
+		printf 'ib_send_bw \n\tffffffff81003010\n\tffffffffa0000200\n\tffffffffa0010100\n\n'
+	done
+} | gzip >"$d/send_bw_64.perf.gz"
+# 100000 messages a second: 6.1035 MB/s of 64-byte messages.
+cat >"$d/send_bw_64.client" <<EOF
+ #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]
+ 64         400000           0.00               6.103515625		   0.100000
+EOF
+echo "ib_send_bw -s 64" >"$d/send_bw_64.cmd"
+
+"$python" "$report" "$tmp/raw" rs >"$tmp/out" 2>"$tmp/err"
+rc=$?
+# value ROW: the rs cell of the table row that starts with ROW.
+value() { grep -F "| $1 |" "$tmp/out" | head -1 | awk -F' \\| ' '{ print $NF }' | sed 's/ |$//'; }
+is() { [ "$1" = "$2" ] || { echo "got '$1', expected '$2'"; return 1; }; }
+
+ktap_header
+ktap_plan 7
+ktap_check "the report runs" is "$rc" 0
+ktap_check "messages per second from perftest's bandwidth" is "$(value "messages per second")" \
+	"100,000"
+ktap_check "idle and user-space samples counted apart" \
+	is "$(value "samples (idle, user space)")" "10 (2, 2)"
+# 6 kernel samples of 10: 0.6 of 2 CPUs' time over 100000 messages a second = 12 us.
+ktap_check "kernel time per message: its share of both CPUs' time over the message rate" \
+	is "$(value "kernel")" "12.0"
+ktap_check "an interrupt-enabling unlock's samples go to the section's owner, past the helpers" \
+	is "$(value '`rvt_ruc_loopback (irqs off)`')" "6.0"
+ktap_check "a leaf's samples are its own (module symbols resolved)" \
+	is "$(value '`memcpy`')" "6.0"
+ktap_check "inclusive: every sample with the function in its chain" \
+	bash -c "grep -qF '| \`rvt_ruc_loopback\` | rdmavt | 12.0 |' '$tmp/out' &&
+		grep -qF '| \`rvt_loop_do_send\` | rvt_loop | 6.0 |' '$tmp/out'"
+[ "$KTAP_FAIL" = 0 ] || { ktap_msg "report:"; sed 's/^/# /' "$tmp/out" "$tmp/err"; }
+ktap_finish
