@@ -118,6 +118,7 @@ build_modules() {
 	rm -rf "$build_notrace"
 	if [[ " ${providers[*]} " == *" rs-notrace "* ]]; then
 		build_copy "$kdir" "$build_notrace" RDMAVT_RS_TRACE=n
+		cp "$build/scripts/bench/memcpy-bw" "$build_notrace/scripts/bench/"
 	fi
 }
 
