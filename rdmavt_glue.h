@@ -153,10 +153,14 @@ void rdmavt_rs_hrtimer_start_us(struct hrtimer *timer, u32 usecs);
 void rdmavt_rs_rcu_read_lock(void);
 void rdmavt_rs_rcu_read_unlock(void);
 bool rdmavt_rs_spin_trylock(spinlock_t *lock);
+void rdmavt_rs_warn(const char *file, int line);
+#endif
+
+/* compat/irqsave.c: the interrupt-saving spinlock's C side, on both kernel lines. */
+#include <linux/spinlock_types.h>
+
 unsigned long rdmavt_rs_spin_lock_irqsave(spinlock_t *lock);
 bool rdmavt_rs_spin_trylock_irqsave(spinlock_t *lock, unsigned long *flags);
 void rdmavt_rs_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
-void rdmavt_rs_warn(const char *file, int line);
-#endif
 
 #endif /* RDMAVT_RS_GLUE_H */

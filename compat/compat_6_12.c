@@ -20,27 +20,9 @@ void rdmavt_rs_rcu_read_unlock(void)
 	rcu_read_unlock();
 }
 
-unsigned long rdmavt_rs_spin_lock_irqsave(spinlock_t *lock)
-{
-	unsigned long flags;
-
-	spin_lock_irqsave(lock, flags);
-	return flags;
-}
-
 bool rdmavt_rs_spin_trylock(spinlock_t *lock)
 {
 	return spin_trylock(lock);
-}
-
-bool rdmavt_rs_spin_trylock_irqsave(spinlock_t *lock, unsigned long *flags)
-{
-	return spin_trylock_irqsave(lock, *flags);
-}
-
-void rdmavt_rs_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags)
-{
-	spin_unlock_irqrestore(lock, flags);
 }
 
 void rdmavt_rs_warn(const char *file, int line)

@@ -22,6 +22,10 @@ mod imp;
 #[allow(unused_imports)]
 pub(crate) use imp::*;
 
+// The interrupt-saving spinlock operations under both lines' `lock::SpinLockIrqBackend`.
+#[allow(dead_code)]
+mod irqsave;
+
 // The KUnit suites' harness, for the crates that have suites.
 #[cfg(rdmavt_kunit)]
 #[allow(dead_code, unused_imports, unused_macros)]

@@ -8,12 +8,55 @@ pub(crate) use kernel::{
     warn_on,
 };
 
-/// The kernel crate's locks, and its spinlock backends.
+/// The kernel crate's locks and its spinlock backend, and an interrupt-saving one.
 pub(crate) mod lock {
-    pub(crate) use kernel::sync::lock::{
-        spinlock::{SpinLockBackend, SpinLockIrqBackend},
-        Backend, Guard, Lock,
-    };
+    pub(crate) use kernel::sync::lock::{spinlock::SpinLockBackend, Backend, Guard, Lock};
+
+    use kernel::{bindings, ffi::c_char, ffi::c_ulong};
+
+    use crate::compat::irqsave;
+
+    /// A spinlock taken with `spin_lock_irqsave()`, as C's rdmavt takes the locks it shares
+    /// with interrupt context (see `compat/irqsave.rs` for why not the kernel crate's
+    /// `SpinLockIrq`). The guard keeps the saved flags.
+    pub(crate) struct SpinLockIrqBackend;
+
+    // SAFETY: `lock` and `try_lock` take the spinlock (saving the interrupt flags the guard
+    // keeps) and `unlock` releases it with them; `init` and `assert_is_held` are the plain
+    // spinlock's, the same C lock.
+    unsafe impl Backend for SpinLockIrqBackend {
+        type State = bindings::spinlock_t;
+        type GuardState = c_ulong;
+
+        unsafe fn init(
+            ptr: *mut Self::State,
+            name: *const c_char,
+            key: *mut bindings::lock_class_key,
+        ) {
+            // SAFETY: the caller's guarantee, which is `SpinLockBackend::init`'s.
+            unsafe { SpinLockBackend::init(ptr, name, key) }
+        }
+
+        unsafe fn lock(ptr: *mut Self::State) -> Self::GuardState {
+            // SAFETY: the caller's guarantee: an initialised lock.
+            unsafe { irqsave::lock(ptr) }
+        }
+
+        unsafe fn try_lock(ptr: *mut Self::State) -> Option<Self::GuardState> {
+            // SAFETY: the caller's guarantee: an initialised lock.
+            unsafe { irqsave::try_lock(ptr) }
+        }
+
+        unsafe fn unlock(ptr: *mut Self::State, flags: &Self::GuardState) {
+            // SAFETY: the caller holds the lock, taken by `lock` or `try_lock` with `flags`.
+            unsafe { irqsave::unlock(ptr, *flags) }
+        }
+
+        unsafe fn assert_is_held(ptr: *mut Self::State) {
+            // SAFETY: the caller's guarantee: an initialised lock.
+            unsafe { SpinLockBackend::assert_is_held(ptr) }
+        }
+    }
 
     /// A guard for `lock`, which the caller already holds (lockdep asserts it).
     ///
@@ -25,7 +68,7 @@ pub(crate) mod lock {
         lock: &'a Lock<(), SpinLockIrqBackend>,
     ) -> Guard<'a, (), SpinLockIrqBackend> {
         // SAFETY: the caller's guarantee.
-        unsafe { Guard::new(lock, ()) }
+        unsafe { Guard::new(lock, 0) }
     }
 }
 

@@ -8,7 +8,7 @@ use core::marker::PhantomData;
 
 use kernel::{bindings as kbindings, ffi::c_char, types::Opaque};
 
-use crate::bindings;
+use crate::{bindings, compat::irqsave};
 
 /// How a lock is taken and released (7.3's `kernel::sync::lock::Backend`).
 ///
@@ -102,19 +102,18 @@ unsafe impl Backend for SpinLockIrqBackend {
     }
 
     unsafe fn lock(ptr: *mut Self::State) -> Self::GuardState {
-        // SAFETY: the caller's guarantee; both bindings name the same C type.
-        unsafe { bindings::rdmavt_rs_spin_lock_irqsave(ptr.cast()) }
+        // SAFETY: the caller's guarantee: an initialised lock.
+        unsafe { irqsave::lock(ptr) }
     }
 
     unsafe fn try_lock(ptr: *mut Self::State) -> Option<Self::GuardState> {
-        let mut flags = 0;
-        // SAFETY: the caller's guarantee; `flags` is a local.
-        unsafe { bindings::rdmavt_rs_spin_trylock_irqsave(ptr.cast(), &mut flags) }.then_some(flags)
+        // SAFETY: the caller's guarantee: an initialised lock.
+        unsafe { irqsave::try_lock(ptr) }
     }
 
     unsafe fn unlock(ptr: *mut Self::State, flags: &Self::GuardState) {
-        // SAFETY: the caller's guarantee.
-        unsafe { bindings::rdmavt_rs_spin_unlock_irqrestore(ptr.cast(), *flags) }
+        // SAFETY: the caller holds the lock, taken by `lock` or `try_lock` with `flags`.
+        unsafe { irqsave::unlock(ptr, *flags) }
     }
 }
 
