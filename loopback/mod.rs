@@ -16,8 +16,9 @@
 //! The loopback moves one send WQE at a time in three steps, and no step holds a lock of one
 //! QP while it takes a lock of another:
 //!
-//! 1. the sender, with its `r_lock` then its `s_lock`: completes the previous WQE (or flushes
-//!    one, or arms the RNR timer) and picks the next, marking the QP `RVT_S_BUSY`;
+//! 1. the sender, with its `s_lock` (and its `r_lock` before it, to move it to the error state
+//!    after a failed delivery): completes the previous WQE (or flushes one, or arms the RNR
+//!    timer) and picks the next, marking the QP `RVT_S_BUSY`;
 //! 2. the responder, with only the destination's `r_lock` (and, to move it to the error state,
 //!    its `s_lock` inside, in order): takes a receive WQE, checks keys, copies the data,
 //!    completes the receive;
@@ -26,10 +27,10 @@
 //! Between the steps the sender holds no lock: `RVT_S_BUSY` keeps every other caller of the
 //! loopback out, so the fields only the send engine touches (`s_sge`, `s_len`,
 //! `s_rnr_retry`) belong to the busy holder (`qp::SendEngine`), as in C. The C rdmavt takes
-//! the sender's `r_lock` inside its `s_lock` to complete a WQE and to flush the sender into
-//! the error state, the opposite of `rvt_modify_qp()` and of every receive path; step 1 takes
-//! them in order
-//! instead. The destination may be the sender itself: step 2 then takes the QP's `r_lock`
+//! the sender's `r_lock` inside its `s_lock` to flush the sender into the error state, the
+//! opposite of `rvt_modify_qp()` and of every receive path; step 1 takes them in order
+//! instead, and only then: a plain completion needs `s_lock` alone (one that finds the send
+//! CQ full takes `r_lock` if it is free, or leaves the error state to the workqueue). The destination may be the sender itself: step 2 then takes the QP's `r_lock`
 //! with nothing held.
 
 mod aeth;

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 
 //! Step 1 of the loopback, the sender (see [`super`] for the steps and their locks): the
-//! destination lookup, then, with the sender's `r_lock` and `s_lock` held, the completion of
-//! the WQE the responder step handled (or the RNR timer armed for it, or the error state) and
-//! the choice of the next WQE, marked in progress.
+//! destination lookup, then, with the sender's `s_lock` held (and its `r_lock` before it to
+//! move it to the error state), the completion of the WQE the responder step handled (or the
+//! RNR timer armed for it, or the error state) and the choice of the next WQE, marked in
+//! progress.
 
 use crate::compat::rcu;
 
@@ -26,103 +27,114 @@ pub(super) fn lookup<'a>(sqp: &Qp, port: &Port, _rcu: &'a rcu::Guard) -> Option<
     (!qp.is_null()).then(|| unsafe { Qp::from_raw(qp) })
 }
 
-/// Step 1, the sender, with its `r_lock` and `s_lock` held: finishes the WQE the previous
-/// step delivered (if any), then picks the next WQE to deliver. `None`: the loopback is done,
-/// and the send engine given back.
+/// Step 1, the sender, with its `s_lock` held: finishes the WQE the previous step delivered
+/// (if any), then picks the next WQE to deliver. `None`: the loopback is done, and the send
+/// engine given back. After a failed delivery, which moves an RC sender to the error state and
+/// so flushes its receive queue, the sender's `r_lock` is taken too, first; C takes it only
+/// then as well (inside `s_lock`, the wrong order). A completion that finds the send CQ full
+/// needs `r_lock` too: it takes it if it is free, or leaves the error state to the workqueue
+/// (`Qp::error_from_send`).
 pub(super) fn sender_step<'a>(
     sqp: &'a Qp,
     port: &Port,
     prev: Option<(SendEngine<'a>, *mut bindings::rvt_swqe, Delivery)>,
 ) -> Option<(SendEngine<'a>, *mut bindings::rvt_swqe)> {
-    let mut r = sqp.r_lock();
-    let mut s = sqp.s_lock();
-    let busy = match prev {
-        None => SendEngine::claim(&mut s)?,
-        Some((busy, wqe, delivery)) => match finish(&mut r, &mut s, port, wqe, delivery) {
-            Finished::Next => busy,
-            Finished::Stop(event) => {
-                busy.release(&mut s);
-                drop(s);
-                drop(r);
-                if event {
-                    raise_event(sqp, bindings::ib_event_type::IB_EVENT_QP_LAST_WQE_REACHED);
-                }
-                return None;
-            }
-        },
-    };
-    match next_wqe(&mut r, &mut s) {
-        Some(wqe) => Some((busy, wqe)),
+    match prev {
         None => {
-            busy.release(&mut s);
-            None
+            let mut s = sqp.s_lock();
+            let busy = SendEngine::claim(&mut s)?;
+            next(busy, None, s)
         }
-    }
-}
-
-/// What the sender does after finishing a WQE.
-enum Finished {
-    /// Go on with the next WQE.
-    Next,
-    /// Stop; `true`: raise IB_EVENT_QP_LAST_WQE_REACHED once the locks are dropped.
-    Stop(bool),
-}
-
-/// Completes (or requeues, for an RNR NAK) the WQE a responder step handled.
-fn finish(
-    r: &mut RecvGuard<'_>,
-    s: &mut SendGuard<'_>,
-    port: &Port,
-    wqe: *mut bindings::rvt_swqe,
-    delivery: Delivery,
-) -> Finished {
-    let sqp = s.qp();
-    match delivery {
-        Delivery::Done { status, local_op } => {
+        Some((busy, wqe, Delivery::Done { status, local_op })) => {
+            let mut s = sqp.s_lock();
             // SAFETY: a live port.
             count(unsafe { &raw mut (*port.as_raw()).n_loop_pkts });
-            complete_send(r, s, wqe, status);
+            complete_send(None, &mut s, wqe, status);
             if local_op {
                 sqp.local_op_done();
             }
-            Finished::Next
+            next(busy, None, s)
         }
-        Delivery::RnrNak { aeth } => {
+        Some((busy, _, Delivery::RnrNak { aeth })) => {
+            let mut s = sqp.s_lock();
             // As C: the timer is armed only while the sender may still receive (not in the
             // error state, whose flush a new call of the loopback does).
             if state_ops(s.state()) & bindings::RVT_PROCESS_RECV_OK != 0 {
                 s.add_rnr_timer(aeth);
             }
-            Finished::Stop(false)
+            stop(busy, None, s, false)
         }
-        Delivery::Failed(status) => {
+        Some((busy, wqe, Delivery::Failed(status))) => {
+            let mut r = sqp.r_lock();
+            let mut s = sqp.s_lock();
             // SAFETY: `wqe` is the sender's WQE at `s_last`; `s_lock` and `r_lock` are held.
-            unsafe { sqp.send_complete(s, Some(r), wqe, status) };
+            unsafe { sqp.send_complete(&mut s, Some(&mut r), wqe, status) };
             if sqp.qp_type() != bindings::ib_qp_type::IB_QPT_RC {
-                return Finished::Next;
+                return next(busy, Some(r), s);
             }
-            let outcome = sqp.error(r, s, ib_wc_status::IB_WC_WR_FLUSH_ERR);
-            Finished::Stop(outcome == ErrorOutcome::LastWqe)
+            let outcome = sqp.error(&mut r, &mut s, ib_wc_status::IB_WC_WR_FLUSH_ERR);
+            stop(busy, Some(r), s, outcome == ErrorOutcome::LastWqe)
         }
     }
 }
 
-/// Completes `wqe` with `status` and rearms the RNR retries for the next WQE.
+/// Picks the next WQE with the sender's locks held (`r_lock` if `r`), or gives the send engine
+/// back when there is none.
+fn next<'a>(
+    busy: SendEngine<'a>,
+    mut r: Option<RecvGuard<'a>>,
+    mut s: SendGuard<'a>,
+) -> Option<(SendEngine<'a>, *mut bindings::rvt_swqe)> {
+    let next = match next_wqe(r.as_mut(), &mut s) {
+        Some(wqe) => Some((busy, wqe)),
+        None => {
+            busy.release(&mut s);
+            None
+        }
+    };
+    drop(s);
+    drop(r);
+    next
+}
+
+/// Gives the send engine back and drops the sender's locks; `event`: then raises
+/// IB_EVENT_QP_LAST_WQE_REACHED (an SRQ's QP entered the error state).
+fn stop<'a>(
+    busy: SendEngine<'a>,
+    r: Option<RecvGuard<'a>>,
+    mut s: SendGuard<'a>,
+    event: bool,
+) -> Option<(SendEngine<'a>, *mut bindings::rvt_swqe)> {
+    let sqp = s.qp();
+    busy.release(&mut s);
+    drop(s);
+    drop(r);
+    if event {
+        raise_event(sqp, bindings::ib_event_type::IB_EVENT_QP_LAST_WQE_REACHED);
+    }
+    None
+}
+
+/// Completes `wqe` with `status` and rearms the RNR retries for the next WQE; `r`: the
+/// sender's `r_lock`, when held.
 fn complete_send(
-    r: &mut RecvGuard<'_>,
+    r: Option<&mut RecvGuard<'_>>,
     s: &mut SendGuard<'_>,
     wqe: *mut bindings::rvt_swqe,
     status: ib_wc_status,
 ) {
     *s.s_rnr_retry_mut() = s.s_rnr_retry_cnt();
-    // SAFETY: `wqe` is the sender's WQE at `s_last`; `s_lock` and `r_lock` are held.
-    unsafe { s.qp().send_complete(s, Some(r), wqe, status) };
+    // SAFETY: `wqe` is the sender's WQE at `s_last`; `s_lock` is held, and `r_lock` if `r`.
+    unsafe { s.qp().send_complete(s, r, wqe, status) };
 }
 
 /// The next WQE to deliver, marked in progress (`s_cur` past it). In a state that flushes
 /// the send queue, each WQE is completed with IB_WC_WR_FLUSH_ERR instead. `None`: nothing
 /// (more) to do.
-fn next_wqe(r: &mut RecvGuard<'_>, s: &mut SendGuard<'_>) -> Option<*mut bindings::rvt_swqe> {
+fn next_wqe(
+    mut r: Option<&mut RecvGuard<'_>>,
+    s: &mut SendGuard<'_>,
+) -> Option<*mut bindings::rvt_swqe> {
     let qp = s.qp();
     loop {
         let (last, head) = (s.s_last(), qp.s_head_acquire());
@@ -136,7 +148,7 @@ fn next_wqe(r: &mut RecvGuard<'_>, s: &mut SendGuard<'_>) -> Option<*mut binding
             if ops & bindings::RVT_FLUSH_SEND == 0 {
                 return None;
             }
-            complete_send(r, s, wqe, ib_wc_status::IB_WC_WR_FLUSH_ERR);
+            complete_send(r.as_deref_mut(), s, wqe, ib_wc_status::IB_WC_WR_FLUSH_ERR);
             continue;
         }
         // The WQE at `s_last` does not change until `s_last` moves.
