@@ -9,7 +9,12 @@ use kernel::{ffi::c_int, prelude::*};
 use crate::compat::aref::ARef;
 
 use super::{error::ErrorOutcome, state_ops, PostGuard, Qp, RecvGuard, SendGuard};
-use crate::{bindings, device::Device, macros::c_export, trace};
+use crate::{
+    bindings,
+    device::{log::rvt_err_ratelimited, Device},
+    macros::c_export,
+    trace,
+};
 
 /// The number of QP states, `IB_QPS_ERR + 1`: the length of [`ib_rvt_state_ops`].
 pub(super) const STATES: usize = bindings::ib_qp_state::IB_QPS_ERR.0 as usize + 1;
@@ -235,7 +240,9 @@ impl DeferredError {
             GFP_ATOMIC,
         );
         let (Ok(d), false) = (d, wq.is_null()) else {
-            pr_warn!(
+            rvt_err_ratelimited!(
+                qp.device(),
+                c"rvt_send_complete",
                 "QP {}: send CQ full; no memory to move the QP to the error state\n",
                 qp.qpn()
             );
