@@ -73,3 +73,39 @@ pub(crate) unsafe fn unlock(lock: *mut kbindings::spinlock_t, flags: c_ulong) {
         bindings::rdmavt_rs_spin_unlock_irqrestore(lock.cast(), flags)
     }
 }
+
+/// The methods of an interrupt-saving spinlock backend over [`lock`], [`try_lock`] and
+/// [`unlock`], for either line's `Backend` trait (the same items; 7.3's also has
+/// `assert_is_held`, which its impl adds). `SpinLockBackend`, the plain spinlock's backend of
+/// the same C lock, must be in scope: `init` is its.
+macro_rules! irqsave_backend {
+    () => {
+        type State = kernel::bindings::spinlock_t;
+        type GuardState = kernel::ffi::c_ulong;
+
+        unsafe fn init(
+            ptr: *mut Self::State,
+            name: *const kernel::ffi::c_char,
+            key: *mut kernel::bindings::lock_class_key,
+        ) {
+            // SAFETY: the caller's guarantee, which is `SpinLockBackend::init`'s.
+            unsafe { SpinLockBackend::init(ptr, name, key) }
+        }
+
+        unsafe fn lock(ptr: *mut Self::State) -> Self::GuardState {
+            // SAFETY: the caller's guarantee: an initialised lock.
+            unsafe { $crate::compat::irqsave::lock(ptr) }
+        }
+
+        unsafe fn try_lock(ptr: *mut Self::State) -> Option<Self::GuardState> {
+            // SAFETY: the caller's guarantee: an initialised lock.
+            unsafe { $crate::compat::irqsave::try_lock(ptr) }
+        }
+
+        unsafe fn unlock(ptr: *mut Self::State, flags: &Self::GuardState) {
+            // SAFETY: the caller holds the lock, taken by `lock` or `try_lock` with `flags`.
+            unsafe { $crate::compat::irqsave::unlock(ptr, *flags) }
+        }
+    };
+}
+pub(crate) use irqsave_backend;

@@ -12,8 +12,6 @@ pub(crate) use kernel::{
 pub(crate) mod lock {
     pub(crate) use kernel::sync::lock::{spinlock::SpinLockBackend, Backend, Guard, Lock};
 
-    use kernel::{bindings, ffi::c_char, ffi::c_ulong};
-
     use crate::compat::irqsave;
 
     /// A spinlock taken with `spin_lock_irqsave()`, as C's rdmavt takes the locks it shares
@@ -25,32 +23,7 @@ pub(crate) mod lock {
     // keeps) and `unlock` releases it with them; `init` and `assert_is_held` are the plain
     // spinlock's, the same C lock.
     unsafe impl Backend for SpinLockIrqBackend {
-        type State = bindings::spinlock_t;
-        type GuardState = c_ulong;
-
-        unsafe fn init(
-            ptr: *mut Self::State,
-            name: *const c_char,
-            key: *mut bindings::lock_class_key,
-        ) {
-            // SAFETY: the caller's guarantee, which is `SpinLockBackend::init`'s.
-            unsafe { SpinLockBackend::init(ptr, name, key) }
-        }
-
-        unsafe fn lock(ptr: *mut Self::State) -> Self::GuardState {
-            // SAFETY: the caller's guarantee: an initialised lock.
-            unsafe { irqsave::lock(ptr) }
-        }
-
-        unsafe fn try_lock(ptr: *mut Self::State) -> Option<Self::GuardState> {
-            // SAFETY: the caller's guarantee: an initialised lock.
-            unsafe { irqsave::try_lock(ptr) }
-        }
-
-        unsafe fn unlock(ptr: *mut Self::State, flags: &Self::GuardState) {
-            // SAFETY: the caller holds the lock, taken by `lock` or `try_lock` with `flags`.
-            unsafe { irqsave::unlock(ptr, *flags) }
-        }
+        irqsave::irqsave_backend!();
 
         unsafe fn assert_is_held(ptr: *mut Self::State) {
             // SAFETY: the caller's guarantee: an initialised lock.

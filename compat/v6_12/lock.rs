@@ -89,32 +89,7 @@ pub(crate) struct SpinLockIrqBackend;
 
 // SAFETY: the C spinlock calls, paired as C pairs them; the saved flags go back to the unlock.
 unsafe impl Backend for SpinLockIrqBackend {
-    type State = kbindings::spinlock_t;
-    type GuardState = kernel::ffi::c_ulong;
-
-    unsafe fn init(
-        ptr: *mut Self::State,
-        name: *const c_char,
-        key: *mut kbindings::lock_class_key,
-    ) {
-        // SAFETY: the caller's guarantee.
-        unsafe { SpinLockBackend::init(ptr, name, key) }
-    }
-
-    unsafe fn lock(ptr: *mut Self::State) -> Self::GuardState {
-        // SAFETY: the caller's guarantee: an initialised lock.
-        unsafe { irqsave::lock(ptr) }
-    }
-
-    unsafe fn try_lock(ptr: *mut Self::State) -> Option<Self::GuardState> {
-        // SAFETY: the caller's guarantee: an initialised lock.
-        unsafe { irqsave::try_lock(ptr) }
-    }
-
-    unsafe fn unlock(ptr: *mut Self::State, flags: &Self::GuardState) {
-        // SAFETY: the caller holds the lock, taken by `lock` or `try_lock` with `flags`.
-        unsafe { irqsave::unlock(ptr, *flags) }
-    }
+    irqsave::irqsave_backend!();
 }
 
 /// A lock that protects no Rust data, over a C lock (7.3's `Lock<(), B>`).
