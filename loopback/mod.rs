@@ -30,8 +30,9 @@
 //! the sender's `r_lock` inside its `s_lock` to flush the sender into the error state, the
 //! opposite of `rvt_modify_qp()` and of every receive path; step 1 takes them in order
 //! instead, and only then: a plain completion needs `s_lock` alone (one that finds the send
-//! CQ full takes `r_lock` if it is free, or leaves the error state to the workqueue). The destination may be the sender itself: step 2 then takes the QP's `r_lock`
-//! with nothing held.
+//! CQ full takes `r_lock` if it is free, or leaves the error state to the workqueue). The
+//! destination may be the sender itself: step 2 then takes the QP's `r_lock` with nothing
+//! held.
 
 mod aeth;
 mod responder;
