@@ -19,7 +19,7 @@ fn ah_count(dev: &Device) -> Guarded<'_, c_int, SpinLockIrqBackend> {
 
 /// Validates address handle attributes: a port that exists and answers `query_port`, a
 /// static rate ib_core knows, a GID index within the port's table, then the driver's check.
-fn check(ibdev: *mut bindings::ib_device, attr: &mut bindings::rdma_ah_attr) -> Result {
+pub(crate) fn check(ibdev: *mut bindings::ib_device, attr: &mut bindings::rdma_ah_attr) -> Result {
     let port_num = attr.port_num;
     let mut port_attr = bindings::ib_port_attr::default();
     // SAFETY: `ibdev` is one of our live devices; `port_attr` is a valid, zeroed output.

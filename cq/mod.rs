@@ -16,6 +16,9 @@ pub(crate) use verbs::resize_cq;
 pub(crate) use verbs::resize_cq_signed;
 pub(crate) use verbs::{create_cq, destroy_cq, poll_cq, req_notify_cq};
 
+/// A work completion's status (`IB_WC_*`), bindgen's newtype over C's `enum ib_wc_status`.
+pub(crate) use crate::bindings::ib_wc_status as WcStatus;
+
 use core::ptr;
 
 use kernel::{prelude::*, types::Opaque};

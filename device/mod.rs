@@ -19,7 +19,13 @@ use core::ffi::CStr;
 
 use kernel::{prelude::*, types::Opaque};
 
-use crate::{bindings, compat::c_str_from_ptr};
+use crate::{
+    bindings,
+    compat::{
+        atomic::{Atomic, Relaxed},
+        c_str_from_ptr,
+    },
+};
 
 /// A registered (or registering) rdmavt device.
 ///
@@ -90,6 +96,12 @@ impl Device {
         unsafe { &(*self.as_raw()).dparms }
     }
 
+    /// The number of ports ib_core knows (`phys_port_cnt`), fixed at registration.
+    pub(crate) fn phys_port_cnt(&self) -> u32 {
+        // SAFETY: a field of the live device, written before registration.
+        unsafe { (*self.ibdev()).phys_port_cnt }
+    }
+
     /// The port with IB port number `port_num` (1-based, as ib_core numbers them).
     pub(crate) fn port(&self, port_num: u32) -> Result<&Port> {
         let nports = u32::try_from(self.dparms().nports).map_err(|_| EINVAL)?;
@@ -111,5 +123,30 @@ impl Device {
 impl Port {
     pub(crate) fn as_raw(&self) -> *mut bindings::rvt_ibport {
         self.0.get()
+    }
+
+    /// Adds one to a counter of the port. C increments them without a lock; here the
+    /// increment is at least atomic, and readers (hfi1's counters) still read them plainly.
+    fn count(counter: *mut u64) {
+        // SAFETY: a counter of a live port; every write to it from Rust is atomic.
+        unsafe { Atomic::from_ptr(counter) }.add(1, Relaxed);
+    }
+
+    /// Counts a packet that the loopback delivered (`n_loop_pkts`).
+    pub(crate) fn count_loop_pkt(&self) {
+        // SAFETY: a live port; this only takes a field's address.
+        Self::count(unsafe { &raw mut (*self.as_raw()).n_loop_pkts });
+    }
+
+    /// Counts a packet dropped for a missing or unready destination (`n_pkt_drops`).
+    pub(crate) fn count_pkt_drop(&self) {
+        // SAFETY: as in `count_loop_pkt`.
+        Self::count(unsafe { &raw mut (*self.as_raw()).n_pkt_drops });
+    }
+
+    /// Counts an RNR NAK (`n_rnr_naks`).
+    pub(crate) fn count_rnr_nak(&self) {
+        // SAFETY: as in `count_loop_pkt`.
+        Self::count(unsafe { &raw mut (*self.as_raw()).n_rnr_naks });
     }
 }

@@ -21,6 +21,12 @@ pub(super) fn credit_code(credits: u32) -> u32 {
     (above - 1) as u32
 }
 
+/// The AETH of an RNR NAK: the responder's minimum RNR timer code `timer` in the credit
+/// field's place (`IB_AETH_CREDIT_SHIFT`), which the requester's RNR timer decodes.
+pub(super) fn rnr_nak(timer: u8) -> u32 {
+    u32::from(timer) << bindings::IB_AETH_CREDIT_SHIFT
+}
+
 /// `rvt_cmp_msn`: compares two 24-bit message sequence numbers modulo 2^24.
 pub(super) fn cmp_msn(a: u32, b: u32) -> i32 {
     // CAST: C's `(int)a - (int)b`, shifted so only the low 24 bits count.

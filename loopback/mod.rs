@@ -41,45 +41,28 @@ mod sge;
 #[cfg(rdmavt_kunit)]
 mod tests;
 
-use crate::compat::{
-    atomic::{Atomic, Relaxed},
-    rcu,
-};
+use crate::compat::rcu;
 
-use crate::{
-    bindings::{self, ib_wc_status},
-    macros::c_export,
-    qp::Qp,
-};
-
-/// Adds one to a port counter. C increments them without a lock; here the increment is at
-/// least atomic, and readers (hfi1's counters) still read them plainly.
-pub(super) fn count(counter: *mut u64) {
-    // SAFETY: a counter of a live port; every write to it from Rust is atomic.
-    unsafe { Atomic::from_ptr(counter) }.add(1, Relaxed);
-}
+use crate::{bindings, cq::WcStatus, macros::c_export, qp::Qp};
 
 /// How the responder step ended for one send WQE.
 #[derive(Clone, Copy)]
 pub(super) enum Delivery {
     /// Done: complete the send WQE with `status`. `local_op`: it was a local invalidate
     /// counted in `local_ops_pending`.
-    Done {
-        status: ib_wc_status,
-        local_op: bool,
-    },
+    Done { status: WcStatus, local_op: bool },
     /// The responder has no receive WQE (RC): arm the RNR timer with this AETH, stop.
     RnrNak { aeth: u32 },
     /// Failed: complete the send WQE with `status`; an RC sender then goes to the error
     /// state.
-    Failed(ib_wc_status),
+    Failed(WcStatus),
 }
 
 impl Delivery {
     /// A successful send completion.
     pub(super) fn done() -> Self {
         Self::Done {
-            status: ib_wc_status::IB_WC_SUCCESS,
+            status: WcStatus::IB_WC_SUCCESS,
             local_op: false,
         }
     }

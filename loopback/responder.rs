@@ -5,58 +5,58 @@
 //! the error state). What the IB responder would do on the wire: consume a receive WQE, check
 //! rkeys and access rights, move the data, perform the atomic, complete the receive.
 
-use core::ptr;
-
-use kernel::ffi::c_int;
-
 use crate::compat::atomic::{Atomic, Full};
 
 use super::{
-    count,
-    sge::{copy_mode, copy_sge, sge_length, start_sge, update_sge},
+    aeth,
+    sge::{self, start_sge},
     Delivery,
 };
 use crate::{
-    bindings::{self, ib_wc_status, ib_wr_opcode},
+    cq::WcStatus,
     device::Port,
-    qp::{raise_event, state_ops, ErrorOutcome, GetWqe, Locked, Qp, RecvGuard, SendEngine},
+    mr::{self, ACCESS_REMOTE_ATOMIC, ACCESS_REMOTE_READ, ACCESS_REMOTE_WRITE},
+    qp::{
+        raise_last_wqe_reached, state_ops, Delivered, ErrorOutcome, GetWqe, Locked, Qp, RecvExtra,
+        RecvGuard, SendEngine, Swqe, WrOpcode,
+    },
 };
 
 /// A request the responder refuses: the statuses of the send and of the receive side (the
 /// responder goes to the error state with the latter).
 struct Refused {
-    send: ib_wc_status,
-    recv: ib_wc_status,
+    send: WcStatus,
+    recv: WcStatus,
 }
 
 impl Refused {
     /// An invalid request (no access, bad length, misaligned atomic): a UC requester does
     /// not learn of it.
     fn invalid(sqp: &Qp) -> Self {
-        let send = if sqp.qp_type() == bindings::ib_qp_type::IB_QPT_RC {
-            ib_wc_status::IB_WC_REM_INV_REQ_ERR
+        let send = if sqp.is_rc() {
+            WcStatus::IB_WC_REM_INV_REQ_ERR
         } else {
-            ib_wc_status::IB_WC_SUCCESS
+            WcStatus::IB_WC_SUCCESS
         };
         Self {
             send,
-            recv: ib_wc_status::IB_WC_LOC_QP_OP_ERR,
+            recv: WcStatus::IB_WC_LOC_QP_OP_ERR,
         }
     }
 
     /// The responder could not take a receive WQE (a bad one in its queue).
     fn operation() -> Self {
         Self {
-            send: ib_wc_status::IB_WC_REM_OP_ERR,
-            recv: ib_wc_status::IB_WC_LOC_QP_OP_ERR,
+            send: WcStatus::IB_WC_REM_OP_ERR,
+            recv: WcStatus::IB_WC_LOC_QP_OP_ERR,
         }
     }
 
     /// A key, address range or access right that does not check out.
     fn access() -> Self {
         Self {
-            send: ib_wc_status::IB_WC_REM_ACCESS_ERR,
-            recv: ib_wc_status::IB_WC_LOC_PROT_ERR,
+            send: WcStatus::IB_WC_REM_ACCESS_ERR,
+            recv: WcStatus::IB_WC_LOC_PROT_ERR,
         }
     }
 }
@@ -64,12 +64,11 @@ impl Refused {
 /// `loopback_qp_drop`: the destination is missing or cannot receive. An RC requester would
 /// time out and retry, so it gets the error it would end with; UC drops silently.
 fn drop_packet(port: &Port, sqp: &Qp) -> Delivery {
-    // SAFETY: a live port.
-    count(unsafe { &raw mut (*port.as_raw()).n_pkt_drops });
-    if sqp.qp_type() == bindings::ib_qp_type::IB_QPT_RC {
-        Delivery::Failed(ib_wc_status::IB_WC_RETRY_EXC_ERR)
+    port.count_pkt_drop();
+    if sqp.is_rc() {
+        Delivery::Failed(WcStatus::IB_WC_RETRY_EXC_ERR)
     } else {
-        Delivery::Failed(ib_wc_status::IB_WC_SUCCESS)
+        Delivery::Failed(WcStatus::IB_WC_SUCCESS)
     }
 }
 
@@ -78,31 +77,24 @@ fn drop_packet(port: &Port, sqp: &Qp) -> Delivery {
 /// destination first and drops the WQE with the message when it is missing or cannot receive
 /// (RC: IB_WC_RETRY_EXC_ERR; UC: IB_WC_SUCCESS) without invalidating the rkey, and leaves a
 /// deferred LOCAL_INV counted in `local_ops_pending` for good. `None`: not a local operation.
-fn local_operation(sqp: &Qp, wqe: *mut bindings::rvt_swqe) -> Option<Delivery> {
-    // SAFETY: the WQE at `s_last` does not change while the sender holds its send engine.
-    let wr = unsafe { &(*wqe).__bindgen_anon_1.wr };
-    match wr.opcode {
+fn local_operation(sqp: &Qp, wqe: &Swqe) -> Option<Delivery> {
+    match wqe.opcode() {
         // The registration itself happened at post time; only its completion is left.
-        ib_wr_opcode::IB_WR_REG_MR => Some(Delivery::done()),
-        ib_wr_opcode::IB_WR_LOCAL_INV => Some(local_invalidate(sqp, wr)),
+        WrOpcode::IB_WR_REG_MR => Some(Delivery::done()),
+        WrOpcode::IB_WR_LOCAL_INV => Some(local_invalidate(sqp, wqe)),
         _ => None,
     }
 }
 
 /// LOCAL_INV: invalidates the rkey at the sender, unless the post did it already (it was
 /// neither fenced nor behind another pending local operation).
-fn local_invalidate(sqp: &Qp, wr: &bindings::ib_send_wr) -> Delivery {
-    // CAST: a send flag bit.
-    let completion_only = (bindings::ib_send_flags_IB_SEND_RESERVED_START << 1) as c_int;
-    if wr.send_flags & completion_only != 0 {
+fn local_invalidate(sqp: &Qp, wqe: &Swqe) -> Delivery {
+    if wqe.completion_only() {
         return Delivery::done();
     }
-    // SAFETY: `invalidate_rkey` is the member LOCAL_INV fills; the sender is live.
-    let failed = unsafe { bindings::rvt_invalidate_rkey(sqp.as_raw(), wr.ex.invalidate_rkey) } != 0;
-    let status = if failed {
-        ib_wc_status::IB_WC_LOC_PROT_ERR
-    } else {
-        ib_wc_status::IB_WC_SUCCESS
+    let status = match mr::invalidate_rkey(sqp, wqe.invalidate_rkey()) {
+        Ok(()) => WcStatus::IB_WC_SUCCESS,
+        Err(_) => WcStatus::IB_WC_LOC_PROT_ERR,
     };
     Delivery::Done {
         status,
@@ -115,7 +107,7 @@ pub(super) fn deliver(
     busy: &mut SendEngine<'_>,
     dest: Option<&Qp>,
     port: &Port,
-    wqe: *mut bindings::rvt_swqe,
+    wqe: &Swqe,
 ) -> Delivery {
     let sqp = busy.qp;
     if let Some(delivery) = local_operation(sqp, wqe) {
@@ -125,7 +117,7 @@ pub(super) fn deliver(
         return drop_packet(port, sqp);
     };
     let mut r = qp.r_lock();
-    if state_ops(r.state()) & bindings::RVT_PROCESS_RECV_OK == 0 || qp.qp_type() != sqp.qp_type() {
+    if !state_ops(r.state()).process_recv_ok() || qp.qp_type() != sqp.qp_type() {
         return drop_packet(port, sqp);
     }
     let mut op = Responder {
@@ -143,7 +135,7 @@ pub(super) fn deliver(
             drop(s);
             drop(r);
             if outcome == ErrorOutcome::LastWqe {
-                raise_event(qp, bindings::ib_event_type::IB_EVENT_QP_LAST_WQE_REACHED);
+                raise_last_wqe_reached(qp);
             }
             Delivery::Failed(refused.send)
         }
@@ -155,22 +147,7 @@ struct Responder<'a, 'b, 'c> {
     busy: &'a mut SendEngine<'b>,
     r: &'a mut RecvGuard<'c>,
     port: &'a Port,
-    wqe: *mut bindings::rvt_swqe,
-}
-
-/// The receive completion a delivery produces, if it consumed a receive WQE.
-struct RecvFlags {
-    wc_flags: c_int,
-    ex: bindings::ib_wc__bindgen_ty_2,
-}
-
-impl RecvFlags {
-    fn none() -> Self {
-        Self {
-            wc_flags: 0,
-            ex: bindings::ib_wc__bindgen_ty_2 { imm_data: 0 },
-        }
-    }
+    wqe: &'a Swqe,
 }
 
 impl Responder<'_, '_, '_> {
@@ -183,17 +160,7 @@ impl Responder<'_, '_, '_> {
         self.r.qp()
     }
 
-    fn wr(&self) -> &bindings::ib_send_wr {
-        // SAFETY: the WQE at `s_last` does not change while we hold the send engine.
-        unsafe { &(*self.wqe).__bindgen_anon_1.wr }
-    }
-
-    fn length(&self) -> u32 {
-        // SAFETY: as `wr`.
-        unsafe { (*self.wqe).length }
-    }
-
-    fn has_access(&self, flag: bindings::ib_access_flags) -> bool {
+    fn has_access(&self, flag: u32) -> bool {
         u32::from(self.r.qp_access_flags()) & flag != 0
     }
 
@@ -207,64 +174,39 @@ impl Responder<'_, '_, '_> {
         }
     }
 
-    /// Checks an rkey of the responder for `len` bytes at `vaddr`, filling `sge`.
-    fn rkey_ok(
-        &self,
-        sge: *mut bindings::rvt_sge,
-        len: u32,
-        vaddr: u64,
-        rkey: u32,
-        acc: u32,
-    ) -> Result<(), Refused> {
-        // CAST: IB access flags fit an int.
-        let acc = acc as c_int;
-        // SAFETY: the responder is a live QP of ours (the export takes C's pointer to it) and
-        // `sge` is the state being set up.
-        if unsafe { bindings::rvt_rkey_ok(self.qp().as_raw(), sge, len, vaddr, rkey, acc) } == 0 {
-            return Err(Refused::access());
-        }
-        Ok(())
-    }
-
     fn run(&mut self) -> Result<Delivery, Refused> {
         let wqe = self.wqe;
-        let length = self.length();
         // SAFETY: a send WQE of the sender, whose `sg_list` has `wr.num_sge` entries.
         unsafe { start_sge(self.busy.s_sge_mut(), wqe) };
-        *self.busy.s_len_mut() = length;
-        let op = self.wr().opcode;
-        match op {
-            ib_wr_opcode::IB_WR_SEND
-            | ib_wr_opcode::IB_WR_SEND_WITH_IMM
-            | ib_wr_opcode::IB_WR_SEND_WITH_INV => self.send(),
-            ib_wr_opcode::IB_WR_RDMA_WRITE | ib_wr_opcode::IB_WR_RDMA_WRITE_WITH_IMM => {
-                self.write()
-            }
-            ib_wr_opcode::IB_WR_RDMA_READ => self.read(),
-            ib_wr_opcode::IB_WR_ATOMIC_CMP_AND_SWP | ib_wr_opcode::IB_WR_ATOMIC_FETCH_AND_ADD => {
+        *self.busy.s_len_mut() = wqe.length();
+        match wqe.opcode() {
+            WrOpcode::IB_WR_SEND
+            | WrOpcode::IB_WR_SEND_WITH_IMM
+            | WrOpcode::IB_WR_SEND_WITH_INV => self.send(),
+            WrOpcode::IB_WR_RDMA_WRITE | WrOpcode::IB_WR_RDMA_WRITE_WITH_IMM => self.write(),
+            WrOpcode::IB_WR_RDMA_READ => self.read(),
+            WrOpcode::IB_WR_ATOMIC_CMP_AND_SWP | WrOpcode::IB_WR_ATOMIC_FETCH_AND_ADD => {
                 self.atomic()
             }
-            _ => Ok(Delivery::Failed(ib_wc_status::IB_WC_LOC_QP_OP_ERR)),
+            _ => Ok(Delivery::Failed(WcStatus::IB_WC_LOC_QP_OP_ERR)),
         }
     }
 
     /// No receive WQE for the request: RC NAKs and retries after the responder's minimum
     /// RNR time, up to the sender's RNR retry count (7: for ever); UC drops the message.
     fn rnr_nak(&mut self) -> Delivery {
-        if self.sqp().qp_type() == bindings::ib_qp_type::IB_QPT_UC {
+        if self.sqp().is_uc() {
             return Delivery::done();
         }
-        // SAFETY: a live port.
-        count(unsafe { &raw mut (*self.port.as_raw()).n_rnr_naks });
+        self.port.count_rnr_nak();
         if *self.busy.s_rnr_retry_mut() == 0 {
-            return Delivery::Failed(ib_wc_status::IB_WC_RNR_RETRY_EXC_ERR);
+            return Delivery::Failed(WcStatus::IB_WC_RNR_RETRY_EXC_ERR);
         }
         if self.busy.qp.s_rnr_retry_cnt_unlocked() < 7 {
             *self.busy.s_rnr_retry_mut() -= 1;
         }
-        let timer = u32::from(self.r.r_min_rnr_timer());
         Delivery::RnrNak {
-            aeth: timer << bindings::IB_AETH_CREDIT_SHIFT,
+            aeth: aeth::rnr_nak(self.r.r_min_rnr_timer()),
         }
     }
 
@@ -273,156 +215,114 @@ impl Responder<'_, '_, '_> {
         if !self.get_rwqe(false)? {
             return Ok(self.rnr_nak());
         }
-        if self.length() > self.r.r_len() {
+        let wqe = self.wqe;
+        if wqe.length() > self.r.r_len() {
             return Err(Refused::invalid(self.sqp()));
         }
-        let wr = *self.wr();
-        let mut flags = RecvFlags::none();
-        match wr.opcode {
-            ib_wr_opcode::IB_WR_SEND_WITH_INV => {
-                // SAFETY: the member SEND_WITH_INV fills; the responder is live.
-                let rkey = unsafe { wr.ex.invalidate_rkey };
-                // SAFETY: as above (the export takes C's pointer to the QP).
-                if unsafe { bindings::rvt_invalidate_rkey(self.qp().as_raw(), rkey) } == 0 {
-                    flags.wc_flags = bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE as c_int;
-                    flags.ex.invalidate_rkey = rkey;
+        let extra = match wqe.opcode() {
+            WrOpcode::IB_WR_SEND_WITH_INV => {
+                let rkey = wqe.invalidate_rkey();
+                match mr::invalidate_rkey(self.qp(), rkey) {
+                    Ok(()) => RecvExtra::Invalidated(rkey),
+                    Err(_) => RecvExtra::None,
                 }
             }
-            ib_wr_opcode::IB_WR_SEND_WITH_IMM => {
-                flags.wc_flags = bindings::ib_wc_flags_IB_WC_WITH_IMM as c_int;
-                // SAFETY: the member SEND_WITH_IMM fills.
-                flags.ex.imm_data = unsafe { wr.ex.imm_data };
-            }
-            _ => {}
-        }
+            WrOpcode::IB_WR_SEND_WITH_IMM => RecvExtra::Imm(wqe.imm_data()),
+            _ => RecvExtra::None,
+        };
         self.transfer(true, false);
-        self.complete_receive(flags);
+        self.complete_receive(extra);
         Ok(Delivery::done())
     }
 
     /// RDMA_WRITE and RDMA_WRITE_WITH_IMM (which also consumes a receive WQE, for its
     /// completion only).
     fn write(&mut self) -> Result<Delivery, Refused> {
-        if !self.has_access(bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE) {
+        if !self.has_access(ACCESS_REMOTE_WRITE) {
             return Err(Refused::invalid(self.sqp()));
         }
-        let wr = *self.wr();
-        let mut flags = RecvFlags::none();
-        let copy_last = if wr.opcode == ib_wr_opcode::IB_WR_RDMA_WRITE_WITH_IMM {
-            flags.wc_flags = bindings::ib_wc_flags_IB_WC_WITH_IMM as c_int;
-            // SAFETY: the member WRITE_WITH_IMM fills.
-            flags.ex.imm_data = unsafe { wr.ex.imm_data };
+        let wqe = self.wqe;
+        let (extra, copy_last) = if wqe.opcode() == WrOpcode::IB_WR_RDMA_WRITE_WITH_IMM {
             if !self.get_rwqe(true)? {
                 return Ok(self.rnr_nak());
             }
-            false
+            (RecvExtra::Imm(wqe.imm_data()), false)
         } else {
             // A user QP polls the last bytes of a plain write for its arrival: they go last.
-            self.qp().pid() != 0
+            (RecvExtra::None, self.qp().pid() != 0)
         };
-        let length = self.length();
+        let length = wqe.length();
         if length != 0 {
-            // SAFETY: the member RDMA writes fill.
-            let (addr, rkey) = unsafe {
-                (
-                    (*self.wqe).__bindgen_anon_1.rdma_wr.remote_addr,
-                    (*self.wqe).__bindgen_anon_1.rdma_wr.rkey,
-                )
-            };
-            let target = &raw mut self.r.r_sge_mut().sge;
-            self.rkey_ok(
-                target,
-                length,
-                addr,
-                rkey,
-                bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE,
-            )?;
-            let ss = self.r.r_sge_mut();
-            ss.sg_list = core::ptr::null_mut();
-            ss.num_sge = 1;
-            ss.total_len = length;
+            let (addr, rkey) = wqe.rdma();
+            let qp = self.r.qp();
+            let target = self.r.r_sge_mut();
+            if !sge::check_rkey(target, qp, length, addr, rkey, ACCESS_REMOTE_WRITE) {
+                return Err(Refused::access());
+            }
+            sge::single(target, length);
         }
         self.transfer(true, copy_last);
-        self.complete_receive(flags);
+        self.complete_receive(extra);
         Ok(Delivery::done())
     }
 
     /// RDMA_READ: the responder's memory (through the rkey) into the sender's SGEs.
     fn read(&mut self) -> Result<Delivery, Refused> {
-        if !self.has_access(bindings::ib_access_flags_IB_ACCESS_REMOTE_READ) {
+        if !self.has_access(ACCESS_REMOTE_READ) {
             return Err(Refused::invalid(self.sqp()));
         }
-        let length = self.length();
-        // SAFETY: the member RDMA_READ fills.
-        let (addr, rkey) = unsafe {
-            (
-                (*self.wqe).__bindgen_anon_1.rdma_wr.remote_addr,
-                (*self.wqe).__bindgen_anon_1.rdma_wr.rkey,
-            )
-        };
-        let source = &raw mut self.busy.s_sge_mut().sge;
-        self.rkey_ok(
-            source,
-            length,
-            addr,
-            rkey,
-            bindings::ib_access_flags_IB_ACCESS_REMOTE_READ,
-        )?;
-        let ss = self.busy.s_sge_mut();
-        ss.sg_list = core::ptr::null_mut();
+        let wqe = self.wqe;
+        let length = wqe.length();
+        let (addr, rkey) = wqe.rdma();
+        let source = self.busy.s_sge_mut();
+        if !sge::check_rkey(source, self.r.qp(), length, addr, rkey, ACCESS_REMOTE_READ) {
+            return Err(Refused::access());
+        }
+        sge::single(source, length);
         if length == 0 {
             // The rkey is checked as C checks it, but no copy will consume the source and give
             // its region reference back: give it back now. C leaks it, and the responder's MR
             // can then never be deregistered.
             // SAFETY: the reference the rkey check just took; the SGE is not used again.
-            unsafe { bindings::rdmavt_rs_rvt_put_mr(ss.sge.mr) };
-            ss.num_sge = 0;
-        } else {
-            ss.num_sge = 1;
+            unsafe { sge::release_current(source) };
         }
         // SAFETY: the WQE's SGEs are the destination; `wr.num_sge` of them.
-        unsafe { start_sge(self.r.r_sge_mut(), self.wqe) };
+        unsafe { start_sge(self.r.r_sge_mut(), wqe) };
         // The source holds the rkey's region reference, given back as it is consumed; the
         // destination SGEs keep theirs, which the send completion drops.
         self.transfer(false, false);
-        self.complete_receive(RecvFlags::none());
+        self.complete_receive(RecvExtra::None);
         Ok(Delivery::done())
     }
 
     /// ATOMIC_CMP_AND_SWP and ATOMIC_FETCH_AND_ADD on 8 aligned bytes of the responder; the
     /// original value lands in the sender's SGE (8 aligned bytes, checked at post).
     fn atomic(&mut self) -> Result<Delivery, Refused> {
-        if !self.has_access(bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC) {
+        if !self.has_access(ACCESS_REMOTE_ATOMIC) {
             return Err(Refused::invalid(self.sqp()));
         }
-        // SAFETY: the member atomics fill.
-        let a = unsafe { (*self.wqe).__bindgen_anon_1.atomic_wr };
+        let a = self.wqe.atomic();
         if a.remote_addr % 8 != 0 {
             return Err(Refused::invalid(self.sqp()));
         }
-        let target = &raw mut self.r.r_sge_mut().sge;
-        self.rkey_ok(
-            target,
-            8,
-            a.remote_addr,
-            a.rkey,
-            bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC,
-        )?;
-        // SAFETY: `target` was filled by the rkey check and holds a region reference.
-        let vaddr = unsafe { (*target).vaddr };
+        let qp = self.r.qp();
+        let target = self.r.r_sge_mut();
+        if !sge::check_rkey(target, qp, 8, a.remote_addr, a.rkey, ACCESS_REMOTE_ATOMIC) {
+            return Err(Refused::access());
+        }
+        let vaddr = sge::cursor(target);
         if vaddr.addr() % 8 != 0 {
             // A user MR registered at an IOVA whose alignment differs from its user address
             // maps an aligned IB address to an unaligned kernel one; C runs a split-lock
             // atomic there, which the kernel may trap. Refused as a misaligned request.
             // SAFETY: the reference the rkey check took; the SGE is not used again.
-            unsafe { bindings::rdmavt_rs_rvt_put_mr((*target).mr) };
-            self.r.r_sge_mut().num_sge = 0;
+            unsafe { sge::release_current(target) };
             return Err(Refused::invalid(self.sqp()));
         }
         // SAFETY: the rkey check gave a kernel mapping of 8 bytes, 8-aligned (checked above),
         // which others (user space, other atomics) access atomically or not at all.
         let word = unsafe { Atomic::<u64>::from_ptr(vaddr.cast()) };
-        let old = if self.wr().opcode == ib_wr_opcode::IB_WR_ATOMIC_FETCH_AND_ADD {
+        let old = if self.wqe.opcode() == WrOpcode::IB_WR_ATOMIC_FETCH_AND_ADD {
             word.fetch_add(a.compare_add, Full)
         } else {
             word.cmpxchg(a.compare_add, a.swap, Full)
@@ -431,15 +331,11 @@ impl Responder<'_, '_, '_> {
         // SAFETY: the sender's first SGE has 8 bytes (checked at post); the responder's
         // region reference from the rkey check is given back here, as its SGE is done.
         unsafe {
-            self.busy
-                .s_sge_mut()
-                .sge
-                .vaddr
+            sge::cursor(self.busy.s_sge_mut())
                 .cast::<u64>()
                 .write_unaligned(old);
-            bindings::rdmavt_rs_rvt_put_mr((*target).mr);
+            sge::release_current(target);
         }
-        self.r.r_sge_mut().num_sge = 0;
         Ok(Delivery::done())
     }
 
@@ -447,78 +343,32 @@ impl Responder<'_, '_, '_> {
     /// responder's SGEs hold region references, given back as they fill (and the rest at the
     /// end); otherwise the sender's do.
     fn transfer(&mut self, release: bool, copy_last: bool) {
-        let sqp: &Qp = self.busy.qp;
-        let dev = sqp.device();
-        loop {
-            let left = *self.busy.s_len_mut();
-            if left == 0 {
-                break;
-            }
-            let ss = self.busy.s_sge_mut();
-            let len = sge_length(&ss.sge, left);
-            if crate::compat::warn_on!(len == 0) {
-                break;
-            }
-            let src = ss.sge.vaddr.cast::<u8>();
-            // SAFETY: the responder's `r_sge` covers the WQE's length (checked against
-            // `r_len`, or set up by the rkey check); the sender's SGE has `len` bytes at
-            // `src`; both are kernel mappings of checked regions.
-            unsafe {
-                copy_sge(
-                    self.r.r_sge_mut(),
-                    src,
-                    len,
-                    release,
-                    copy_last,
-                    copy_mode(dev, len),
-                );
-                update_sge(ss, len, !release);
-            }
-            *self.busy.s_len_mut() = left - len;
-        }
-        if release {
-            // SAFETY: what is left of the responder's `r_sge` still holds references.
-            unsafe { bindings::rdmavt_rs_rvt_put_ss(self.r.r_sge_mut()) };
-        }
+        let dev = self.busy.qp.device();
+        let length = *self.busy.s_len_mut();
+        // SAFETY: the responder's `r_sge` covers the WQE's length (checked against `r_len`,
+        // or set up by the rkey check); the sender's `s_sge` has `s_len` bytes; both are
+        // kernel mappings of checked regions, and the releasing side holds the references.
+        let left = unsafe {
+            sge::transfer(
+                self.busy.s_sge_mut(),
+                self.r.r_sge_mut(),
+                length,
+                release,
+                copy_last,
+                dev,
+            )
+        };
+        *self.busy.s_len_mut() = left;
     }
 
     /// Completes the receive WQE the delivery consumed, if any: `rvt_recv_cq()`.
-    fn complete_receive(&mut self, flags: RecvFlags) {
-        let qp = self.qp();
-        if !qp.test_and_clear_r_aflag(bindings::RVT_R_WRID_VALID) {
-            return;
-        }
-        let wr = self.wr();
-        // SAFETY: all zeroes is a valid `ib_wc` (integers, pointers, enums whose 0 is a value).
-        let mut wc: bindings::ib_wc = unsafe { core::mem::zeroed() };
-        wc.opcode = if wr.opcode == ib_wr_opcode::IB_WR_RDMA_WRITE_WITH_IMM {
-            bindings::ib_wc_opcode::IB_WC_RECV_RDMA_WITH_IMM
-        } else {
-            bindings::ib_wc_opcode::IB_WC_RECV
-        };
-        wc.wc_flags = flags.wc_flags;
-        wc.ex = flags.ex;
-        wc.status = ib_wc_status::IB_WC_SUCCESS;
-        wc.byte_len = self.length();
-        wc.__bindgen_anon_1.wr_id = self.r.r_wr_id();
-        wc.qp = qp.ibqp();
-        wc.src_qp = self.r.remote_qpn();
-        let ah = self.r.remote_ah_attr();
-        // SAFETY: a valid address vector; the helper only reads it.
-        wc.slid =
-            unsafe { bindings::rdmavt_rs_rdma_ah_get_dlid(ptr::from_ref(ah).cast_mut()) } & 0xffff;
-        wc.sl = ah.sl;
-        wc.port_num = 1;
-        let solicited = wr.send_flags & bindings::ib_send_flags_IB_SEND_SOLICITED as c_int != 0;
-        // SAFETY: the responder's receive CQ is live while the QP is.
-        let entered = unsafe { bindings::rvt_cq_enter(qp.recv_cq(), &mut wc, solicited) };
-        if !entered {
-            // The CQ overflowed: the QP goes to the error state. C calls rvt_error_qp() here
-            // without `s_lock`, which it requires; we take it, in order. As in C's
-            // rvt_recv_cq(), no LAST_WQE event follows.
-            let responder = self.r.qp();
-            let mut s = responder.s_lock();
-            let _ = responder.error(self.r, &mut s, ib_wc_status::IB_WC_LOC_QP_OP_ERR);
-        }
+    fn complete_receive(&mut self, extra: RecvExtra) {
+        let wqe = self.wqe;
+        self.r.complete_delivery(Delivered {
+            rdma_with_imm: wqe.opcode() == WrOpcode::IB_WR_RDMA_WRITE_WITH_IMM,
+            extra,
+            byte_len: wqe.length(),
+            solicited: wqe.solicited(),
+        });
     }
 }

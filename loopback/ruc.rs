@@ -8,23 +8,20 @@
 
 use crate::compat::rcu;
 
-use super::{count, Delivery};
+use super::Delivery;
 use crate::{
-    bindings::{self, ib_wc_status},
+    cq::WcStatus,
     device::Port,
-    qp::{raise_event, state_ops, ErrorOutcome, Locked, Qp, RecvGuard, SendEngine, SendGuard},
+    qp::{
+        self, raise_last_wqe_reached, state_ops, ErrorOutcome, Locked, Qp, RecvGuard, SendEngine,
+        SendGuard, Swqe,
+    },
 };
 
 /// The destination QP of `sqp`, `rvt_lookup_qpn()`.
-pub(super) fn lookup<'a>(sqp: &Qp, port: &Port, _rcu: &'a rcu::Guard) -> Option<&'a Qp> {
+pub(super) fn lookup<'a>(sqp: &Qp, port: &Port, rcu: &'a rcu::Guard) -> Option<&'a Qp> {
     // Read without a lock, as C does.
-    let qpn = sqp.remote_qpn_unlocked();
-    // SAFETY: the RCU read lock is held; the device and port are live.
-    let qp =
-        unsafe { bindings::rdmavt_rs_rvt_lookup_qpn(sqp.device().as_raw(), port.as_raw(), qpn) };
-    // SAFETY: a QP in the device's table is live and initialised, and is freed only after an
-    // RCU grace period once removed; the reference lives no longer than the read lock.
-    (!qp.is_null()).then(|| unsafe { Qp::from_raw(qp) })
+    qp::lookup(sqp.device(), port, sqp.remote_qpn_unlocked(), rcu)
 }
 
 /// Step 1, the sender, with its `s_lock` held: finishes the WQE the previous step delivered
@@ -37,8 +34,8 @@ pub(super) fn lookup<'a>(sqp: &Qp, port: &Port, _rcu: &'a rcu::Guard) -> Option<
 pub(super) fn sender_step<'a>(
     sqp: &'a Qp,
     port: &Port,
-    prev: Option<(SendEngine<'a>, *mut bindings::rvt_swqe, Delivery)>,
-) -> Option<(SendEngine<'a>, *mut bindings::rvt_swqe)> {
+    prev: Option<(SendEngine<'a>, &'a Swqe, Delivery)>,
+) -> Option<(SendEngine<'a>, &'a Swqe)> {
     match prev {
         None => {
             let mut s = sqp.s_lock();
@@ -47,8 +44,7 @@ pub(super) fn sender_step<'a>(
         }
         Some((busy, wqe, Delivery::Done { status, local_op })) => {
             let mut s = sqp.s_lock();
-            // SAFETY: a live port.
-            count(unsafe { &raw mut (*port.as_raw()).n_loop_pkts });
+            port.count_loop_pkt();
             complete_send(None, &mut s, wqe, status);
             if local_op {
                 sqp.local_op_done();
@@ -59,7 +55,7 @@ pub(super) fn sender_step<'a>(
             let mut s = sqp.s_lock();
             // As C: the timer is armed only while the sender may still receive (not in the
             // error state, whose flush a new call of the loopback does).
-            if state_ops(s.state()) & bindings::RVT_PROCESS_RECV_OK != 0 {
+            if state_ops(s.state()).process_recv_ok() {
                 s.add_rnr_timer(aeth);
             }
             stop(busy, None, s, false)
@@ -69,10 +65,10 @@ pub(super) fn sender_step<'a>(
             let mut s = sqp.s_lock();
             // SAFETY: `wqe` is the sender's WQE at `s_last`; `s_lock` and `r_lock` are held.
             unsafe { sqp.send_complete(&mut s, Some(&mut r), wqe, status) };
-            if sqp.qp_type() != bindings::ib_qp_type::IB_QPT_RC {
+            if !sqp.is_rc() {
                 return next(busy, Some(r), s);
             }
-            let outcome = sqp.error(&mut r, &mut s, ib_wc_status::IB_WC_WR_FLUSH_ERR);
+            let outcome = sqp.error(&mut r, &mut s, WcStatus::IB_WC_WR_FLUSH_ERR);
             stop(busy, Some(r), s, outcome == ErrorOutcome::LastWqe)
         }
     }
@@ -84,7 +80,7 @@ fn next<'a>(
     busy: SendEngine<'a>,
     mut r: Option<RecvGuard<'a>>,
     mut s: SendGuard<'a>,
-) -> Option<(SendEngine<'a>, *mut bindings::rvt_swqe)> {
+) -> Option<(SendEngine<'a>, &'a Swqe)> {
     let next = match next_wqe(r.as_mut(), &mut s) {
         Some(wqe) => Some((busy, wqe)),
         None => {
@@ -104,13 +100,13 @@ fn stop<'a>(
     r: Option<RecvGuard<'a>>,
     mut s: SendGuard<'a>,
     event: bool,
-) -> Option<(SendEngine<'a>, *mut bindings::rvt_swqe)> {
+) -> Option<(SendEngine<'a>, &'a Swqe)> {
     let sqp = s.qp();
     busy.release(&mut s);
     drop(s);
     drop(r);
     if event {
-        raise_event(sqp, bindings::ib_event_type::IB_EVENT_QP_LAST_WQE_REACHED);
+        raise_last_wqe_reached(sqp);
     }
     None
 }
@@ -120,8 +116,8 @@ fn stop<'a>(
 fn complete_send(
     r: Option<&mut RecvGuard<'_>>,
     s: &mut SendGuard<'_>,
-    wqe: *mut bindings::rvt_swqe,
-    status: ib_wc_status,
+    wqe: &Swqe,
+    status: WcStatus,
 ) {
     *s.s_rnr_retry_mut() = s.s_rnr_retry_cnt();
     // SAFETY: `wqe` is the sender's WQE at `s_last`; `s_lock` is held, and `r_lock` if `r`.
@@ -131,24 +127,22 @@ fn complete_send(
 /// The next WQE to deliver, marked in progress (`s_cur` past it). In a state that flushes
 /// the send queue, each WQE is completed with IB_WC_WR_FLUSH_ERR instead. `None`: nothing
 /// (more) to do.
-fn next_wqe(
-    mut r: Option<&mut RecvGuard<'_>>,
-    s: &mut SendGuard<'_>,
-) -> Option<*mut bindings::rvt_swqe> {
+fn next_wqe<'a>(mut r: Option<&mut RecvGuard<'a>>, s: &mut SendGuard<'a>) -> Option<&'a Swqe> {
     let qp = s.qp();
     loop {
         let (last, head) = (s.s_last(), qp.s_head_acquire());
         if last == head {
             return None;
         }
-        // SAFETY: `s_last` is a slot of the queue.
+        // SAFETY: `s_last` is a slot of the queue, between `s_last` and `s_head`: posted, and
+        // it completes only through the send engine, which this caller holds.
         let wqe = unsafe { s.swqe(last) };
         let ops = state_ops(s.state());
-        if ops & bindings::RVT_PROCESS_NEXT_SEND_OK == 0 {
-            if ops & bindings::RVT_FLUSH_SEND == 0 {
+        if !ops.process_next_send_ok() {
+            if !ops.flush_send() {
                 return None;
             }
-            complete_send(r.as_deref_mut(), s, wqe, ib_wc_status::IB_WC_WR_FLUSH_ERR);
+            complete_send(r.as_deref_mut(), s, wqe, WcStatus::IB_WC_WR_FLUSH_ERR);
             continue;
         }
         // The WQE at `s_last` does not change until `s_last` moves.

@@ -13,8 +13,8 @@ use crate::{
     bindings,
     device::Device,
     macros::c_export,
-    mr::{seg_ptr, SEGSZ},
-    qp::Qp,
+    mr::{self, seg_ptr, SEGSZ},
+    qp::{Qp, Swqe},
 };
 
 /// `rvt_get_sge_length`: how many of `length` bytes go to the current segment of `sge`.
@@ -267,12 +267,13 @@ pub(super) fn copy_mode(dev: &Device, length: u32) -> CopyMode {
 ///
 /// # Safety
 ///
-/// `wqe` is a send WQE whose `sg_list` has `wr.num_sge` entries.
-pub(super) unsafe fn start_sge(ss: &mut bindings::rvt_sge_state, wqe: *const bindings::rvt_swqe) {
+/// `wqe`'s `sg_list` has `wr.num_sge` entries.
+pub(super) unsafe fn start_sge(ss: &mut bindings::rvt_sge_state, wqe: &Swqe) {
+    let raw = wqe.as_raw();
     // SAFETY: the caller's guarantee; `wr` is the member every WQE fills.
     unsafe {
-        let num_sge = (*wqe).__bindgen_anon_1.wr.num_sge;
-        let list = (*wqe).sg_list.as_ptr();
+        let num_sge = (*raw).__bindgen_anon_1.wr.num_sge;
+        let list = (*raw).sg_list.as_ptr();
         if num_sge > 0 {
             ss.sge = *list;
         } else {
@@ -281,8 +282,100 @@ pub(super) unsafe fn start_sge(ss: &mut bindings::rvt_sge_state, wqe: *const bin
         ss.sg_list = list.add(1).cast_mut();
         // CAST: C's truncation to the u8 field; `num_sge` is at most `s_max_sge`.
         ss.num_sge = num_sge as u8;
-        ss.total_len = (*wqe).length;
     }
+    ss.total_len = wqe.length();
+}
+
+/// Checks the rkey of an RDMA request to `qp` (`len` bytes at `vaddr`, access `acc`), and
+/// on success points the current SGE of `ss` at the memory, holding a reference to its
+/// region; the rest of `ss` is left as it was. `false`: refused.
+pub(super) fn check_rkey(
+    ss: &mut bindings::rvt_sge_state,
+    qp: &Qp,
+    len: u32,
+    vaddr: u64,
+    rkey: u32,
+    acc: u32,
+) -> bool {
+    mr::check_rkey(qp, &mut ss.sge, len, vaddr, rkey, acc)
+}
+
+/// Makes the current SGE of `ss` its only one, of `len` bytes: the memory of a checked rkey.
+pub(super) fn single(ss: &mut bindings::rvt_sge_state, len: u32) {
+    ss.sg_list = core::ptr::null_mut();
+    ss.num_sge = 1;
+    ss.total_len = len;
+}
+
+/// The address the current SGE of `ss` is at.
+pub(super) fn cursor(ss: &bindings::rvt_sge_state) -> *mut c_void {
+    ss.sge.vaddr
+}
+
+/// Gives back the region reference of the current SGE of `ss`, which is then empty.
+///
+/// # Safety
+///
+/// The current SGE holds a reference to its region (a checked key), and nothing but `ss`
+/// uses it.
+pub(super) unsafe fn release_current(ss: &mut bindings::rvt_sge_state) {
+    // SAFETY: the caller's guarantee.
+    unsafe { bindings::rdmavt_rs_rvt_put_mr(ss.sge.mr) };
+    ss.num_sge = 0;
+}
+
+/// `rvt_put_ss`: gives back the region references of every SGE left in `ss`.
+///
+/// # Safety
+///
+/// `ss` is a consistent state that holds a reference on each region of its SGEs.
+pub(super) unsafe fn put_ss(ss: &mut bindings::rvt_sge_state) {
+    // SAFETY: the caller's guarantee.
+    unsafe { bindings::rdmavt_rs_rvt_put_ss(ss) };
+}
+
+/// Moves `length` bytes from the SGEs of `src` into those of `dst`, a segment at a time;
+/// returns the bytes left, 0 unless a state runs out first (a warning). `release`: `dst`'s
+/// SGEs give back their region references as they fill, and what is left of them at the
+/// end; otherwise `src`'s do as they empty. `copy_last`: see [`copy_sge`].
+///
+/// # Safety
+///
+/// Both are consistent states over kernel mappings of checked regions, `src` with at least
+/// `length` bytes, `dst` with room for them; the one that releases holds a reference on
+/// each of its regions.
+pub(super) unsafe fn transfer(
+    src: &mut bindings::rvt_sge_state,
+    dst: &mut bindings::rvt_sge_state,
+    mut length: u32,
+    release: bool,
+    copy_last: bool,
+    dev: &Device,
+) -> u32 {
+    while length != 0 {
+        let len = sge_length(&src.sge, length);
+        if crate::compat::warn_on!(len == 0) {
+            break;
+        }
+        // SAFETY: the caller's guarantees; `src`'s current segment has `len` bytes.
+        unsafe {
+            copy_sge(
+                dst,
+                src.sge.vaddr.cast(),
+                len,
+                release,
+                copy_last,
+                copy_mode(dev, len),
+            );
+            update_sge(src, len, !release);
+        }
+        length -= len;
+    }
+    if release {
+        // SAFETY: what is left of `dst` still holds references (caller's guarantee).
+        unsafe { put_ss(dst) };
+    }
+    length
 }
 
 /// `rvt_restart_sge`: rewinds `ss` to byte `len` of `wqe`'s data, for a retransmission;
@@ -298,12 +391,15 @@ pub(crate) unsafe extern "C" fn rvt_restart_sge(
     wqe: *mut bindings::rvt_swqe,
     len: u32,
 ) -> u32 {
+    // SAFETY: the caller's guarantee: a send WQE of the driver's QP, which it does not
+    // complete during the call.
+    let wqe = unsafe { Swqe::from_raw(wqe) };
     // SAFETY: the caller's guarantee.
     unsafe {
         let ss = &mut *ss;
         start_sge(ss, wqe);
         skip_sge(ss, len, false);
-        (*wqe).length.wrapping_sub(len)
     }
+    wqe.length().wrapping_sub(len)
 }
 c_export!(rvt_restart_sge);

@@ -19,7 +19,7 @@ use super::{
     region::Mregion,
     Mr,
 };
-use crate::{bindings, device::Device, macros::c_export, trace};
+use crate::{bindings, device::Device, macros::c_export, qp::Qp, trace};
 
 /// The offset of `addr` from `base` when `len` bytes from there lie within a region of
 /// `region_len` bytes at `base`. C computes `addr - base + len` in 64 bits and so accepts a
@@ -232,6 +232,24 @@ unsafe fn rkey_ok(
     Mregion::fill_sge(mr, unsafe { &mut *sge }, pos, len).ok()
 }
 
+/// `rvt_rkey_ok` for our own responder: checks an RDMA request for `len` bytes at `vaddr` under
+/// `rkey` on `qp` for access `acc` (`ACCESS_REMOTE_*`, any one of them) and points `sge` at
+/// the memory, holding a reference to its region. `false`: refused, `sge` unchanged or
+/// holding no reference.
+pub(crate) fn check_rkey(
+    qp: &Qp,
+    sge: &mut bindings::rvt_sge,
+    len: u32,
+    vaddr: u64,
+    rkey: u32,
+    acc: u32,
+) -> bool {
+    // CAST: IB access flags fit an int.
+    let acc = acc as c_int;
+    // SAFETY: a live QP of ours; `sge` is valid for writes.
+    unsafe { rkey_ok(qp.as_raw(), sge, len, vaddr, rkey, acc) }.is_some()
+}
+
 /// Checks an RDMA request for `len` bytes at `vaddr` under `rkey` on `qp` for access `acc`
 /// (any one of the flags), and points `sge` at the memory, holding a reference to its region.
 /// Returns 1 if the request is allowed, 0 if not.
@@ -293,6 +311,23 @@ pub(crate) unsafe extern "C" fn rvt_fast_reg_mr(
 }
 c_export!(rvt_fast_reg_mr);
 
+/// The body of `rvt_invalidate_rkey`: EINVAL for key 0, an unknown key or another PD.
+pub(crate) fn invalidate_rkey(qp: &Qp, rkey: u32) -> Result {
+    if rkey == 0 {
+        return Err(EINVAL);
+    }
+    // SAFETY: the QP is live; its PD outlives it.
+    let pd = unsafe { (*qp.ibqp()).pd };
+    let rcu = rcu::read_lock();
+    match LkeyTable::of(qp.device()).lookup(rkey, &rcu) {
+        Some(mr) if mr.lkey() == rkey && mr.pd() == pd => {
+            mr.set_invalidated(true);
+            Ok(())
+        }
+        _ => Err(EINVAL),
+    }
+}
+
 /// The LOCAL_INV (and SEND_WITH_INV) work request: invalidates `rkey` of an MR in `qp`'s
 /// PD until it is fast-registered again. EINVAL for key 0, an unknown key or another PD.
 ///
@@ -301,18 +336,10 @@ c_export!(rvt_fast_reg_mr);
 /// `qp` is a live QP of one of rdmavt's devices.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rvt_invalidate_rkey(qp: *mut bindings::rvt_qp, rkey: u32) -> c_int {
-    if rkey == 0 {
-        return EINVAL.to_errno();
-    }
-    // SAFETY: the QP is live (caller's guarantee); its device and PD outlive it.
-    let (dev, pd) = unsafe { (Device::from_ib((*qp).ibqp.device), (*qp).ibqp.pd) };
-    let rcu = rcu::read_lock();
-    match LkeyTable::of(dev).lookup(rkey, &rcu) {
-        Some(mr) if mr.lkey() == rkey && mr.pd() == pd => {
-            mr.set_invalidated(true);
-            0
-        }
-        _ => EINVAL.to_errno(),
+    // SAFETY: a live QP of ours (caller's guarantee).
+    match invalidate_rkey(unsafe { Qp::from_raw(qp) }, rkey) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
     }
 }
 c_export!(rvt_invalidate_rkey);

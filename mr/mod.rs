@@ -33,11 +33,19 @@ use crate::compat;
 
 use crate::{bindings, device::Device};
 
+pub(crate) use keys::{check_rkey, invalidate_rkey};
 pub(crate) use lkey::{driver_init, exit};
 pub(crate) use region::{seg_ptr, SEGSZ};
 pub(crate) use verbs::{alloc_mr, dereg_mr, get_dma_mr, map_mr_sg, reg_user_mr};
 
 use lkey::KeyKind;
+
+/// IB_ACCESS_REMOTE_WRITE: the peer may write the region.
+pub(crate) const ACCESS_REMOTE_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
+/// IB_ACCESS_REMOTE_READ: the peer may read the region.
+pub(crate) const ACCESS_REMOTE_READ: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_READ;
+/// IB_ACCESS_REMOTE_ATOMIC: the peer may run atomics on the region.
+pub(crate) const ACCESS_REMOTE_ATOMIC: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
 use region::Mregion;
 
 /// `struct rvt_mr`, private to C rdmavt (its mr.h), so not in the bindings: only rdmavt

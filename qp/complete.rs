@@ -8,7 +8,7 @@ use kernel::{ffi::c_int, prelude::*};
 
 use crate::compat::aref::ARef;
 
-use super::{error::ErrorOutcome, state_ops, PostGuard, Qp, RecvGuard, SendGuard};
+use super::{error::ErrorOutcome, state_ops, PostGuard, Qp, RecvGuard, SendGuard, Swqe};
 use crate::{
     bindings,
     device::{log::rvt_err_ratelimited, Device},
@@ -166,18 +166,20 @@ impl Qp {
         &self,
         s: &mut SendGuard<'_>,
         r: Option<&mut RecvGuard<'_>>,
-        wqe: *mut bindings::rvt_swqe,
+        wqe: &Swqe,
         status: bindings::ib_wc_status,
     ) {
-        if state_ops(s.state()) & bindings::RVT_PROCESS_OR_FLUSH_SEND == 0 {
+        if !state_ops(s.state()).process_or_flush_send() {
             return;
         }
         // SAFETY: `wc_opcode` is the driver's table, fixed at registration, with an entry for
         // each opcode `post_send` accepts, which `wqe`'s is.
         let opcode = unsafe {
-            let op = (*wqe).__bindgen_anon_1.wr.opcode.0 as usize;
-            *(*self.device().as_raw()).wc_opcode.add(op)
+            *(*self.device().as_raw())
+                .wc_opcode
+                .add(wqe.opcode().0 as usize)
         };
+        let wqe = wqe.as_raw();
         let old_last = s.s_last();
         // SAFETY: the QP is live; `wqe` is its finished WQE at `s_last` (caller's guarantee).
         unsafe { trace::rvt_qp_send_completion(self.as_raw(), wqe, old_last) };
@@ -214,8 +216,8 @@ pub(crate) unsafe extern "C" fn rvt_send_complete(
     let qp = unsafe { Qp::from_raw(qp) };
     // SAFETY: the caller holds `s_lock` for the whole call.
     let mut s = unsafe { qp.assume_s_locked() };
-    // SAFETY: the caller's guarantee on `wqe`.
-    unsafe { qp.send_complete(&mut s, None, wqe, status) };
+    // SAFETY: the caller's guarantee on `wqe`: a posted WQE, at `s_last`.
+    unsafe { qp.send_complete(&mut s, None, Swqe::from_raw(wqe), status) };
 }
 c_export!(rvt_send_complete);
 
@@ -364,7 +366,7 @@ impl Qp {
             // SAFETY: `n` is a slot of the queue, between `s_last` and `s_head`: posted, not
             // completed, its `num_sge` SGEs each holding a region reference.
             let found = unsafe {
-                let wqe = s.swqe(n);
+                let wqe = s.swqe(n).as_raw();
                 let sges = (*wqe).__bindgen_anon_1.wr.num_sge.max(0) as usize;
                 let sg_list = (*wqe).sg_list.as_mut_ptr();
                 (0..sges).any(|i| bindings::rvt_mr_has_lkey((*sg_list.add(i)).mr, lkey))

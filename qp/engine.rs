@@ -27,7 +27,7 @@ impl<'a> SendEngine<'a> {
     /// or the QP's state neither processes nor flushes sends.
     pub(crate) fn claim(s: &mut SendGuard<'a>) -> Option<Self> {
         if s.flags() & (bindings::RVT_S_BUSY | bindings::RVT_S_ANY_WAIT) != 0
-            || state_ops(s.state()) & bindings::RVT_PROCESS_OR_FLUSH_SEND == 0
+            || !state_ops(s.state()).process_or_flush_send()
         {
             return None;
         }

@@ -90,6 +90,18 @@ pub(crate) unsafe extern "C" fn rvt_error_qp(
 }
 c_export!(rvt_error_qp);
 
+/// Raises IB_EVENT_QP_LAST_WQE_REACHED, for a QP with an SRQ that entered the error state
+/// ([`ErrorOutcome::LastWqe`]); without the QP's locks.
+pub(crate) fn raise_last_wqe_reached(qp: &Qp) {
+    raise_event(qp, bindings::ib_event_type::IB_EVENT_QP_LAST_WQE_REACHED);
+}
+
+/// Raises IB_EVENT_PATH_MIG, for a QP that `modify_qp` moved to its alternate path; without
+/// the QP's locks.
+pub(crate) fn raise_path_migrated(qp: &Qp) {
+    raise_event(qp, bindings::ib_event_type::IB_EVENT_PATH_MIG);
+}
+
 /// Raises IB_EVENT_QP_LAST_WQE_REACHED (or another QP event) with the QP's handler, which
 /// must be called without the QP's locks.
 pub(crate) fn raise_event(qp: &Qp, event: bindings::ib_event_type) {

@@ -156,4 +156,10 @@ impl QpMut<'_> {
     pub(super) fn qp_ptr(&self) -> *mut bindings::rvt_qp {
         self.qp.as_raw()
     }
+
+    /// Clears RVT_R_COMM_EST in `r_flags`, so that the next packet the QP receives raises
+    /// IB_EVENT_COMM_EST again.
+    pub(crate) fn clear_comm_est(&mut self) {
+        *self.r_flags_mut() &= !(bindings::RVT_R_COMM_EST as u8);
+    }
 }

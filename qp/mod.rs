@@ -32,6 +32,7 @@
 //! All three QP locks are taken with interrupts disabled, as in C (`spin_lock_irqsave`):
 //! hfi1 takes them from its interrupt handlers.
 
+mod attr;
 mod complete;
 mod create;
 mod destroy;
@@ -45,21 +46,24 @@ mod qpn;
 mod recv;
 mod reset;
 mod send;
+mod swqe;
 #[cfg(rdmavt_kunit)]
 mod tests;
 mod timers;
 
+pub(crate) use attr::ModifyAttr;
 pub(crate) use complete::dereg_clean_qps;
 pub(crate) use create::create_qp;
 pub(crate) use destroy::{destroy_qp, query_qp};
 pub(crate) use engine::SendEngine;
-pub(crate) use error::{raise_event, ErrorOutcome};
+pub(crate) use error::{raise_last_wqe_reached, ErrorOutcome};
 pub(crate) use exclusive::{AllLocks, OwnedQp, QpMut};
 pub(crate) use fields::Locked;
 pub(crate) use modify::modify_qp;
-pub(crate) use qpn::{driver_init, exit, QpDev};
-pub(crate) use recv::{post_recv, GetWqe};
+pub(crate) use qpn::{driver_init, exit, lookup, QpDev};
+pub(crate) use recv::{post_recv, Delivered, GetWqe, RecvExtra};
 pub(crate) use send::post_send;
+pub(crate) use swqe::{Swqe, WrOpcode};
 
 use core::{marker::PhantomData, mem::ManuallyDrop, ptr::NonNull};
 
@@ -157,6 +161,22 @@ impl Qp {
     pub(crate) fn qp_type(&self) -> bindings::ib_qp_type {
         // SAFETY: `qp_type` is written once, before the QP is published.
         unsafe { (*self.ibqp()).qp_type }
+    }
+
+    /// Whether the QP is a reliable connected one, fixed at creation.
+    pub(crate) fn is_rc(&self) -> bool {
+        self.qp_type() == bindings::ib_qp_type::IB_QPT_RC
+    }
+
+    /// Whether the QP is an unreliable connected one, fixed at creation.
+    pub(crate) fn is_uc(&self) -> bool {
+        self.qp_type() == bindings::ib_qp_type::IB_QPT_UC
+    }
+
+    /// Whether the QP is a port's QP 0 or 1 (IB_QPT_SMI, IB_QPT_GSI), fixed at creation.
+    pub(crate) fn is_special(&self) -> bool {
+        let t = self.qp_type();
+        t == bindings::ib_qp_type::IB_QPT_SMI || t == bindings::ib_qp_type::IB_QPT_GSI
     }
 
     /// Takes `r_lock`: the responder state (`r_*` fields, the receive queue's consumer side
@@ -330,19 +350,21 @@ impl SendGuard<'_> {
     pub(crate) fn clear_flags(&mut self, bits: u32) {
         *self.s_flags_mut() &= !bits;
     }
+}
 
+impl<'a> SendGuard<'a> {
     /// The send WQE in slot `n` of the send queue: `rvt_get_swqe_ptr()`.
     ///
     /// # Safety
     ///
-    /// `n < s_size`.
-    pub(crate) unsafe fn swqe(&self, n: u32) -> *mut bindings::rvt_swqe {
-        // SAFETY: the caller guarantees `n` is a slot of the send queue.
-        unsafe { self.qp().swqe(n) }
+    /// `n < s_size`, and the slot holds a posted WQE that does not complete while the
+    /// reference is used.
+    pub(crate) unsafe fn swqe(&self, n: u32) -> &'a Swqe {
+        // SAFETY: the caller guarantees `n` is a slot of the send queue and that it holds a
+        // posted WQE that does not complete while the reference is used.
+        unsafe { Swqe::from_raw(self.qp().swqe(n)) }
     }
-}
 
-impl<'a> SendGuard<'a> {
     /// `r_lock` while `s_lock` is held, against the order (`r_lock` first): only as a
     /// try-lock, which never waits and so cannot deadlock. `None` when someone holds it,
     /// perhaps this very caller further up.
@@ -369,10 +391,57 @@ impl RecvGuard<'_> {
 /// `ib_rvt_state_ops[state]`: the `RVT_*_OK` and `RVT_*FLUSH*` bits of QP state `state`
 /// (`IB_QPS_*`); none for a value that is no state. (bindgen declares the exported C array
 /// with length 0, so Rust reads the table through this.)
-pub(crate) fn state_ops(state: u32) -> u32 {
-    complete::ib_rvt_state_ops
-        .get(state as usize)
-        .map_or(0, |&ops| ops as u32)
+pub(crate) fn state_ops(state: u32) -> StateOps {
+    StateOps(
+        complete::ib_rvt_state_ops
+            .get(state as usize)
+            .map_or(0, |&ops| ops as u32),
+    )
+}
+
+/// What a QP state allows: a row of `ib_rvt_state_ops`.
+#[derive(Clone, Copy)]
+pub(crate) struct StateOps(u32);
+
+impl StateOps {
+    fn has(self, bits: u32) -> bool {
+        self.0 & bits != 0
+    }
+
+    /// RVT_POST_SEND_OK: `post_send` accepts WRs.
+    pub(crate) fn post_send_ok(self) -> bool {
+        self.has(bindings::RVT_POST_SEND_OK)
+    }
+
+    /// RVT_POST_RECV_OK: `post_recv` accepts WRs.
+    pub(crate) fn post_recv_ok(self) -> bool {
+        self.has(bindings::RVT_POST_RECV_OK)
+    }
+
+    /// RVT_FLUSH_RECV: posted receives are flushed.
+    pub(crate) fn flush_recv(self) -> bool {
+        self.has(bindings::RVT_FLUSH_RECV)
+    }
+
+    /// RVT_PROCESS_RECV_OK: the QP takes incoming requests.
+    pub(crate) fn process_recv_ok(self) -> bool {
+        self.has(bindings::RVT_PROCESS_RECV_OK)
+    }
+
+    /// RVT_PROCESS_NEXT_SEND_OK: the send engine may start the next WQE.
+    pub(crate) fn process_next_send_ok(self) -> bool {
+        self.has(bindings::RVT_PROCESS_NEXT_SEND_OK)
+    }
+
+    /// RVT_FLUSH_SEND: the send queue is flushed.
+    pub(crate) fn flush_send(self) -> bool {
+        self.has(bindings::RVT_FLUSH_SEND)
+    }
+
+    /// RVT_PROCESS_OR_FLUSH_SEND: the send engine runs, to send or to flush.
+    pub(crate) fn process_or_flush_send(self) -> bool {
+        self.has(bindings::RVT_PROCESS_OR_FLUSH_SEND)
+    }
 }
 
 /// `rvt_timeout_to_jiffies()`: the IB local ACK timeout, 4.096 us << `timeout`, in jiffies

@@ -538,3 +538,19 @@ impl Port {
         })
     }
 }
+
+/// `rvt_lookup_qpn()`: the QP numbered `qpn` on `port` of `dev` (QP 0 and 1 are the port's
+/// special QPs), found in the RCU hash table; the reference lives no longer than the RCU read
+/// lock.
+pub(crate) fn lookup<'a>(
+    dev: &Device,
+    port: &Port,
+    qpn: u32,
+    _rcu: &'a rcu::Guard,
+) -> Option<&'a Qp> {
+    // SAFETY: the RCU read lock is held; the device and port are live.
+    let qp = unsafe { bindings::rdmavt_rs_rvt_lookup_qpn(dev.as_raw(), port.as_raw(), qpn) };
+    // SAFETY: a QP in the device's table is live and initialised, and is freed only after an
+    // RCU grace period once removed; the reference lives no longer than the read lock.
+    (!qp.is_null()).then(|| unsafe { Qp::from_raw(qp) })
+}

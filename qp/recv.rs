@@ -7,7 +7,7 @@
 
 use kernel::{ffi::c_int, prelude::*};
 
-use super::{state_ops, Qp, RecvGuard};
+use super::{state_ops, Locked, Qp, RecvGuard};
 use crate::{
     bindings,
     krwq::{
@@ -16,14 +16,6 @@ use crate::{
     },
     macros::c_export,
 };
-
-/// The receive bits of `ib_rvt_state_ops[state]` (`RVT_POST_RECV_OK`, `RVT_PROCESS_RECV_OK`,
-/// `RVT_FLUSH_RECV`): what a QP in `state` does with receives.
-fn recv_ops(state: u8) -> u32 {
-    let recv =
-        bindings::RVT_POST_RECV_OK | bindings::RVT_PROCESS_RECV_OK | bindings::RVT_FLUSH_RECV;
-    state_ops(u32::from(state)) & recv
-}
 
 /// `ib_device_ops.post_recv`: C's `rvt_post_recv()`.
 ///
@@ -61,14 +53,11 @@ impl Qp {
         wr: *const bindings::ib_recv_wr,
     ) -> Result<(), (Error, *const bindings::ib_recv_wr)> {
         // C reads the state without a lock: a post racing with a state change sees either.
-        let ops = recv_ops(self.state_unlocked());
-        let Some(rq) = self
-            .own_rq()
-            .filter(|_| ops & bindings::RVT_POST_RECV_OK != 0)
-        else {
+        let ops = state_ops(u32::from(self.state_unlocked()));
+        let Some(rq) = self.own_rq().filter(|_| ops.post_recv_ok()) else {
             return Err((EINVAL, wr));
         };
-        let flush = ops & bindings::RVT_FLUSH_RECV != 0;
+        let flush = ops.flush_recv();
         let mut flush_one =
             |wr_id| complete(self, wr_id, bindings::ib_wc_status::IB_WC_WR_FLUSH_ERR);
         let on_flush: Option<&mut dyn FnMut(u64)> = flush.then_some(&mut flush_one);
@@ -89,6 +78,81 @@ pub(super) fn complete(qp: &Qp, wr_id: u64, status: bindings::ib_wc_status) {
         wc.__bindgen_anon_1.wr_id = wr_id;
         wc.status = status;
         bindings::rvt_cq_enter(qp.recv_cq(), &mut wc, true);
+    }
+}
+
+/// What a request adds to the receive completion of the WQE it consumed.
+#[derive(Clone, Copy)]
+pub(crate) enum RecvExtra {
+    /// Nothing.
+    None,
+    /// SEND_WITH_IMM or RDMA_WRITE_WITH_IMM: the immediate data, in network order.
+    Imm(u32),
+    /// SEND_WITH_INV: the rkey it invalidated.
+    Invalidated(u32),
+}
+
+/// A request the responder delivered: what its receive completion says.
+pub(crate) struct Delivered {
+    /// RDMA_WRITE_WITH_IMM (IB_WC_RECV_RDMA_WITH_IMM), rather than a SEND (IB_WC_RECV).
+    pub(crate) rdma_with_imm: bool,
+    pub(crate) extra: RecvExtra,
+    pub(crate) byte_len: u32,
+    /// The request asked for a solicited event.
+    pub(crate) solicited: bool,
+}
+
+impl RecvGuard<'_> {
+    /// `rvt_recv_cq()` at the responder: completes the receive WQE that `rvt_get_rwqe()` took
+    /// for `d` (if it took one: `RVT_R_WRID_VALID`), with the requester's QPN and LID. A full
+    /// receive CQ moves the QP to the error state.
+    pub(crate) fn complete_delivery(&mut self, d: Delivered) {
+        let qp = self.qp();
+        if !qp.test_and_clear_r_aflag(bindings::RVT_R_WRID_VALID) {
+            return;
+        }
+        // SAFETY: all zeroes is a valid `ib_wc` (integers, pointers, enums whose 0 is a value).
+        let mut wc: bindings::ib_wc = unsafe { core::mem::zeroed() };
+        wc.opcode = if d.rdma_with_imm {
+            bindings::ib_wc_opcode::IB_WC_RECV_RDMA_WITH_IMM
+        } else {
+            bindings::ib_wc_opcode::IB_WC_RECV
+        };
+        let (flags, ex) = match d.extra {
+            RecvExtra::None => (0, bindings::ib_wc__bindgen_ty_2 { imm_data: 0 }),
+            RecvExtra::Imm(imm_data) => (
+                bindings::ib_wc_flags_IB_WC_WITH_IMM,
+                bindings::ib_wc__bindgen_ty_2 { imm_data },
+            ),
+            RecvExtra::Invalidated(invalidate_rkey) => (
+                bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE,
+                bindings::ib_wc__bindgen_ty_2 { invalidate_rkey },
+            ),
+        };
+        // CAST: the completion flags are bits of an int.
+        wc.wc_flags = flags as c_int;
+        wc.ex = ex;
+        wc.status = bindings::ib_wc_status::IB_WC_SUCCESS;
+        wc.byte_len = d.byte_len;
+        wc.__bindgen_anon_1.wr_id = self.r_wr_id();
+        wc.qp = qp.ibqp();
+        wc.src_qp = self.remote_qpn();
+        let ah = self.remote_ah_attr();
+        // SAFETY: a valid address vector; the helper only reads it.
+        wc.slid =
+            unsafe { bindings::rdmavt_rs_rdma_ah_get_dlid(core::ptr::from_ref(ah).cast_mut()) }
+                & 0xffff;
+        wc.sl = ah.sl;
+        wc.port_num = 1;
+        // SAFETY: the QP's receive CQ is live while the QP is.
+        let entered = unsafe { bindings::rvt_cq_enter(qp.recv_cq(), &mut wc, d.solicited) };
+        if !entered {
+            // The CQ overflowed: the QP goes to the error state. C calls rvt_error_qp() here
+            // without `s_lock`, which it requires; we take it, in order. As in C's
+            // rvt_recv_cq(), no LAST_WQE event follows.
+            let mut s = qp.s_lock();
+            let _ = qp.error(self, &mut s, bindings::ib_wc_status::IB_WC_LOC_QP_OP_ERR);
+        }
     }
 }
 
@@ -143,7 +207,7 @@ impl Qp {
             },
         };
         let mut c = rq.consumer();
-        if recv_ops(r.state() as u8) & bindings::RVT_PROCESS_RECV_OK == 0 {
+        if !state_ops(r.state()).process_recv_ok() {
             return GetWqe::Empty;
         }
         let wqe = match c.take() {

@@ -138,7 +138,7 @@ impl Qp {
             let last = s.s_last();
             // SAFETY: `s_last` is a slot of the queue, posted and not completed; the glue
             // drops its references (taking C's pointer to the QP).
-            unsafe { bindings::rdmavt_rs_rvt_put_qp_swqe(self.as_raw(), s.swqe(last)) };
+            unsafe { bindings::rdmavt_rs_rvt_put_qp_swqe(self.as_raw(), s.swqe(last).as_raw()) };
             // The WQE is released before its slot is seen free (C's smp_wmb, paired with the
             // driver's read of `s_last` when it recomputes `s_avail`).
             s.publish_s_last(if last + 1 >= size { 0 } else { last + 1 });

@@ -125,7 +125,7 @@ impl Qp {
         let mut h = self.s_hlock();
         // Read without the locks that write it, as C: a request racing with a state change
         // may be posted in the old state, which the send engine then flushes.
-        if state_ops(u32::from(self.state_unlocked())) & bindings::RVT_POST_SEND_OK == 0 {
+        if !state_ops(u32::from(self.state_unlocked())).post_send_ok() {
             return Err(EINVAL);
         }
         // With an empty queue and a single request, the driver may send it from here.

@@ -12,7 +12,7 @@ use kernel::{
 use super::{all_three, Driver};
 use crate::{
     bindings,
-    qp::{AllLocks, Locked, PostGuard, Qp, QpDev, RecvGuard, SendGuard},
+    qp::{AllLocks, Locked, ModifyAttr, PostGuard, Qp, QpDev, RecvGuard, SendGuard},
 };
 
 // QP creation and destruction: no QP lock; until `create_qp` returns, the QP is the creator's
@@ -82,24 +82,20 @@ impl Driver {
 impl Driver {
     /// `check_modify_qp`, after rdmavt's check of the transition; `Ok` when absent, and
     /// -EINVAL for any refusal, as C.
-    ///
-    /// # Safety
-    ///
-    /// `udata` is what ib_core passed to the `modify_qp` verb (NULL from the kernel).
-    pub(crate) unsafe fn check_modify_qp(
+    pub(crate) fn check_modify_qp(
         &self,
         qp: &Qp,
-        attr: &mut bindings::ib_qp_attr,
-        mask: c_int,
-        udata: *mut bindings::ib_udata,
+        attr: &mut ModifyAttr<'_>,
         locks: &AllLocks<'_>,
     ) -> Result {
         let Some(check) = self.qp_callback(self.table().check_modify_qp, qp, &all_three(locks))
         else {
             return Ok(());
         };
-        // SAFETY: a QP of this device with all three of its locks held (`locks`), valid
-        // attributes and ib_core's `udata` (caller's guarantee), as C calls it.
+        let (attr, mask, udata) = attr.as_c();
+        // SAFETY: a QP of this device with all three of its locks held (`locks`), and the
+        // attributes, mask and `udata` ib_core passed to the verb (`ModifyAttr`'s invariant),
+        // as C calls it.
         match unsafe { check(qp.as_raw(), attr, mask, udata) } {
             0 => Ok(()),
             _ => Err(EINVAL),
@@ -111,12 +107,13 @@ impl Driver {
     pub(crate) fn get_pmtu_from_attr(
         &self,
         qp: &Qp,
-        attr: &mut bindings::ib_qp_attr,
+        attr: &mut ModifyAttr<'_>,
         locks: &AllLocks<'_>,
     ) -> Result<u32> {
         let get = self
             .qp_callback(self.table().get_pmtu_from_attr, qp, &all_three(locks))
             .ok_or(EINVAL)?;
+        let (attr, _, _) = attr.as_c();
         // SAFETY: the device's own pointer, a QP of it with all three of its locks held
         // (`locks`) and valid attributes, as C calls it.
         let pmtu = unsafe { get(self.rdi(), qp.as_raw(), attr) };
@@ -132,21 +129,12 @@ impl Driver {
     }
 
     /// `modify_qp`, after rdmavt applied the attributes; nothing when absent.
-    ///
-    /// # Safety
-    ///
-    /// `udata` is what ib_core passed to the `modify_qp` verb (NULL from the kernel).
-    pub(crate) unsafe fn modify_qp(
-        &self,
-        qp: &Qp,
-        attr: &mut bindings::ib_qp_attr,
-        mask: c_int,
-        udata: *mut bindings::ib_udata,
-        locks: &AllLocks<'_>,
-    ) {
+    pub(crate) fn modify_qp(&self, qp: &Qp, attr: &mut ModifyAttr<'_>, locks: &AllLocks<'_>) {
         if let Some(modify) = self.qp_callback(self.table().modify_qp, qp, &all_three(locks)) {
-            // SAFETY: a QP of this device with all three of its locks held (`locks`), valid
-            // attributes and ib_core's `udata` (caller's guarantee), as C calls it.
+            let (attr, mask, udata) = attr.as_c();
+            // SAFETY: a QP of this device with all three of its locks held (`locks`), and the
+            // attributes, mask and `udata` ib_core passed to the verb (`ModifyAttr`'s
+            // invariant), as C calls it.
             unsafe { modify(qp.as_raw(), attr, mask, udata) };
         }
     }
