@@ -191,8 +191,8 @@ impl<'a> ModifyAttr<'a> {
             unsafe { bindings::rdma_replace_ah_attr(f.remote_ah_attr_mut(), &attr.ah_attr) };
             *f.s_srate_mut() = attr.ah_attr.static_rate;
             // SAFETY: a pure conversion.
-            *f.srate_mbps_mut() =
-                unsafe { bindings::ib_rate_to_mbps(attr.ah_attr.static_rate.into()) };
+            let mbps = unsafe { bindings::ib_rate_to_mbps(attr.ah_attr.static_rate.into()) };
+            *f.srate_mbps_mut() = mbps;
         }
         if self.has(bindings::ib_qp_attr_mask_IB_QP_ALT_PATH) {
             // SAFETY: as above.

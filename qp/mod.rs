@@ -403,45 +403,35 @@ pub(crate) fn state_ops(state: u32) -> StateOps {
 #[derive(Clone, Copy)]
 pub(crate) struct StateOps(u32);
 
-impl StateOps {
-    fn has(self, bits: u32) -> bool {
-        self.0 & bits != 0
-    }
+// One test per bit of the row.
+macro_rules! state_op_tests {
+    ($($(#[$doc:meta])* $name:ident: $bit:ident;)*) => {
+        impl StateOps {
+            $(
+                $(#[$doc])*
+                pub(crate) fn $name(self) -> bool {
+                    self.0 & bindings::$bit != 0
+                }
+            )*
+        }
+    };
+}
 
+state_op_tests! {
     /// RVT_POST_SEND_OK: `post_send` accepts WRs.
-    pub(crate) fn post_send_ok(self) -> bool {
-        self.has(bindings::RVT_POST_SEND_OK)
-    }
-
+    post_send_ok: RVT_POST_SEND_OK;
     /// RVT_POST_RECV_OK: `post_recv` accepts WRs.
-    pub(crate) fn post_recv_ok(self) -> bool {
-        self.has(bindings::RVT_POST_RECV_OK)
-    }
-
+    post_recv_ok: RVT_POST_RECV_OK;
     /// RVT_FLUSH_RECV: posted receives are flushed.
-    pub(crate) fn flush_recv(self) -> bool {
-        self.has(bindings::RVT_FLUSH_RECV)
-    }
-
+    flush_recv: RVT_FLUSH_RECV;
     /// RVT_PROCESS_RECV_OK: the QP takes incoming requests.
-    pub(crate) fn process_recv_ok(self) -> bool {
-        self.has(bindings::RVT_PROCESS_RECV_OK)
-    }
-
+    process_recv_ok: RVT_PROCESS_RECV_OK;
     /// RVT_PROCESS_NEXT_SEND_OK: the send engine may start the next WQE.
-    pub(crate) fn process_next_send_ok(self) -> bool {
-        self.has(bindings::RVT_PROCESS_NEXT_SEND_OK)
-    }
-
+    process_next_send_ok: RVT_PROCESS_NEXT_SEND_OK;
     /// RVT_FLUSH_SEND: the send queue is flushed.
-    pub(crate) fn flush_send(self) -> bool {
-        self.has(bindings::RVT_FLUSH_SEND)
-    }
-
+    flush_send: RVT_FLUSH_SEND;
     /// RVT_PROCESS_OR_FLUSH_SEND: the send engine runs, to send or to flush.
-    pub(crate) fn process_or_flush_send(self) -> bool {
-        self.has(bindings::RVT_PROCESS_OR_FLUSH_SEND)
-    }
+    process_or_flush_send: RVT_PROCESS_OR_FLUSH_SEND;
 }
 
 /// `rvt_timeout_to_jiffies()`: the IB local ACK timeout, 4.096 us << `timeout`, in jiffies

@@ -138,10 +138,10 @@ impl RecvGuard<'_> {
         wc.qp = qp.ibqp();
         wc.src_qp = self.remote_qpn();
         let ah = self.remote_ah_attr();
+        let av = core::ptr::from_ref(ah).cast_mut();
         // SAFETY: a valid address vector; the helper only reads it.
-        wc.slid =
-            unsafe { bindings::rdmavt_rs_rdma_ah_get_dlid(core::ptr::from_ref(ah).cast_mut()) }
-                & 0xffff;
+        let dlid = unsafe { bindings::rdmavt_rs_rdma_ah_get_dlid(av) };
+        wc.slid = dlid & 0xffff;
         wc.sl = ah.sl;
         wc.port_num = 1;
         // SAFETY: the QP's receive CQ is live while the QP is.
