@@ -23,7 +23,7 @@ fn fires(notify: u8, solicited: bool, wc: &bindings::ib_wc) -> bool {
 
 impl Cq {
     /// Adds `wc`; false if the ring is full, which is then reported as a CQ error.
-    fn enter(&self, wc: &bindings::ib_wc, solicited: bool) -> bool {
+    pub(super) fn enter(&self, wc: &bindings::ib_wc, solicited: bool) -> bool {
         let mut guard = self.lock();
         let ring = guard.ring();
         let last = guard.last_slot();

@@ -9,12 +9,14 @@
 mod enter;
 mod ring;
 mod verbs;
+mod wc;
 
 #[cfg(not(rdmavt_kernel_6_12))]
 pub(crate) use verbs::resize_cq;
 #[cfg(rdmavt_kernel_6_12)]
 pub(crate) use verbs::resize_cq_signed;
 pub(crate) use verbs::{create_cq, destroy_cq, poll_cq, req_notify_cq};
+pub(crate) use wc::{RecvExtra, Wc, WcOpcode};
 
 /// A work completion's status (`IB_WC_*`), bindgen's newtype over C's `enum ib_wc_status`.
 pub(crate) use crate::bindings::ib_wc_status as WcStatus;

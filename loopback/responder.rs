@@ -13,12 +13,12 @@ use super::{
     Delivery,
 };
 use crate::{
-    cq::WcStatus,
+    cq::{RecvExtra, WcStatus},
     device::Port,
     mr::{self, ACCESS_REMOTE_ATOMIC, ACCESS_REMOTE_READ, ACCESS_REMOTE_WRITE},
     qp::{
-        raise_last_wqe_reached, state_ops, Delivered, ErrorOutcome, GetWqe, Locked, Qp, RecvExtra,
-        RecvGuard, SendEngine, Swqe, WrOpcode,
+        raise_last_wqe_reached, state_ops, Delivered, ErrorOutcome, GetWqe, Locked, Qp, RecvGuard,
+        SendEngine, Swqe, WrOpcode,
     },
 };
 

@@ -100,12 +100,11 @@ fn find(
 ///
 /// # Safety
 ///
-/// `pd` is a live PD of one of our devices; `isge` is valid for writes and does not overlap
-/// `last`.
+/// `pd` is a live PD of one of our devices.
 unsafe fn lkey_ok(
     rkt: &LkeyTable,
     pd: *mut bindings::rvt_pd,
-    isge: *mut bindings::rvt_sge,
+    isge: &mut bindings::rvt_sge,
     last: Option<&mut bindings::rvt_sge>,
     sge: &bindings::ib_sge,
     acc: c_int,
@@ -126,8 +125,7 @@ unsafe fn lkey_ok(
             let rcu = rcu::read_lock();
             lkey::dma_mr(dev, &rcu).ok_or(EINVAL)?.reference()
         };
-        // SAFETY: `isge` is valid for writes and not aliased (caller's guarantee).
-        Mregion::fill_dma_sge(mr, unsafe { &mut *isge }, sge.addr, sge.length);
+        Mregion::fill_dma_sge(mr, isge, sge.addr, sge.length);
         return Ok(Stored::Added);
     }
     if sge_adjacent(last, sge) {
@@ -141,9 +139,40 @@ unsafe fn lkey_ok(
     let pos = mr
         .locate(off.wrapping_add(mr.offset() as usize))
         .ok_or(EINVAL)?;
-    // SAFETY: as above.
-    Mregion::fill_sge(mr, unsafe { &mut *isge }, pos, sge.length)?;
+    Mregion::fill_sge(mr, isge, pos, sge.length)?;
     Ok(Stored::Added)
+}
+
+/// `rvt_lkey_ok` for our own `post_send`: checks SGE `sge` of a request posted on `qp` for
+/// access `acc` (`ACCESS_LOCAL_WRITE` or none) and stores it in `new`, which then holds a
+/// reference to its region; or, when it continues `last`, grows that one instead. `Ok(true)`:
+/// stored in `new`; `Ok(false)`: merged into `last`.
+pub(crate) fn check_lkey(
+    qp: &Qp,
+    new: &mut bindings::rvt_sge,
+    last: Option<&mut bindings::rvt_sge>,
+    sge: &bindings::ib_sge,
+    acc: u32,
+) -> Result<bool> {
+    // CAST: IB access flags fit an int.
+    let acc = acc as c_int;
+    let table = LkeyTable::of(qp.device());
+    // SAFETY: the QP's PD is a live PD of ours; `new` and `last` are distinct references.
+    let stored = unsafe { lkey_ok(table, qp.pd(), new, last, sge, acc) }?;
+    Ok(traced(stored, new, sge))
+}
+
+/// The trace event of a stored SGE; `true` for one stored, `false` for one merged.
+fn traced(stored: Stored, new: &mut bindings::rvt_sge, sge: &bindings::ib_sge) -> bool {
+    match stored {
+        Stored::Added => {
+            // SAFETY: `new` now holds a reference to its region, whose PD outlives it; the
+            // event only reads both SGEs.
+            unsafe { trace::rvt_sge_new(new, ptr::from_ref(sge).cast_mut()) };
+            true
+        }
+        Stored::Merged => false,
+    }
 }
 
 /// Checks SGE `sge` of a posted work request against the lkey table `rkt` for PD `pd` and
@@ -164,25 +193,21 @@ pub(crate) unsafe extern "C" fn rvt_lkey_ok(
     acc: c_int,
 ) -> c_int {
     // SAFETY: the caller guarantees all of these are valid and that `last_sge` and `isge`
-    // do not overlap, so the one mutable reference made here aliases nothing.
+    // do not overlap, so the mutable references made here alias nothing.
+    let (isge, sge) = unsafe { (&mut *isge, &*sge) };
+    // SAFETY: as above.
     let res = unsafe {
         lkey_ok(
             LkeyTable::from_raw(rkt),
             pd,
             isge,
             last_sge.as_mut(),
-            &*sge,
+            sge,
             acc,
         )
     };
     match res {
-        Ok(Stored::Added) => {
-            // SAFETY: `isge` now holds a reference to its region, whose PD outlives it;
-            // `sge` is the caller's; the event only reads both.
-            unsafe { trace::rvt_sge_new(isge, sge) };
-            1
-        }
-        Ok(Stored::Merged) => 0,
+        Ok(stored) => c_int::from(traced(stored, isge, sge)),
         Err(e) => e.to_errno(),
     }
 }
@@ -271,9 +296,46 @@ pub(crate) unsafe extern "C" fn rvt_rkey_ok(
 }
 c_export!(rvt_rkey_ok);
 
-/// The REG_MR work request: gives the fast-register MR `ibmr` the key `key` (same index and
-/// generation, the consumer's user byte) and access `access`, and makes it valid again.
-/// EACCES for an MR of another PD than `qp`'s, EINVAL for a DMA or user MR or another key.
+/// The body of `rvt_fast_reg_mr`: gives the fast-register MR `ibmr` the key `key` (same
+/// index and generation, the consumer's user byte) and access `access`, and makes it valid
+/// again. EACCES for an MR of another PD than `qp`'s, EINVAL for a DMA or user MR or another
+/// key.
+///
+/// # Safety
+///
+/// `ibmr` is an MR that rdmavt created, live.
+pub(crate) unsafe fn fast_reg_mr(
+    qp: &Qp,
+    ibmr: *mut bindings::ib_mr,
+    key: u32,
+    access: c_int,
+) -> Result {
+    // SAFETY: the caller guarantees `ibmr` is live and ours. The driver's send engine
+    // serialises work requests on the QP, which is what protects these fields in C.
+    unsafe {
+        let mr = Mr::from_ib(ibmr);
+        let region = mr.region();
+        if (*qp.ibqp()).pd != region.pd() {
+            return Err(EACCES);
+        }
+        if region.lkey() == 0 || !mr.umem().is_null() {
+            return Err(EINVAL);
+        }
+        if key & 0xFFFF_FF00 != region.lkey() & 0xFFFF_FF00 {
+            return Err(EINVAL);
+        }
+        (*ibmr).lkey = key;
+        (*ibmr).rkey = key;
+        let raw = region.as_raw();
+        (*raw).lkey = key;
+        (*raw).access_flags = access;
+        (*raw).iova = (*ibmr).iova;
+        region.set_invalidated(false);
+    }
+    Ok(())
+}
+
+/// The REG_MR work request, as [`fast_reg_mr`].
 ///
 /// # Safety
 ///
@@ -285,29 +347,11 @@ pub(crate) unsafe extern "C" fn rvt_fast_reg_mr(
     key: u32,
     access: c_int,
 ) -> c_int {
-    // SAFETY: the caller guarantees both are live and `ibmr` is ours. The driver's send
-    // engine serialises work requests on the QP, which is what protects these fields in C.
-    unsafe {
-        let mr = Mr::from_ib(ibmr);
-        let region = mr.region();
-        if (*qp).ibqp.pd != region.pd() {
-            return EACCES.to_errno();
-        }
-        if region.lkey() == 0 || !mr.umem().is_null() {
-            return EINVAL.to_errno();
-        }
-        if key & 0xFFFF_FF00 != region.lkey() & 0xFFFF_FF00 {
-            return EINVAL.to_errno();
-        }
-        (*ibmr).lkey = key;
-        (*ibmr).rkey = key;
-        let raw = region.as_raw();
-        (*raw).lkey = key;
-        (*raw).access_flags = access;
-        (*raw).iova = (*ibmr).iova;
-        region.set_invalidated(false);
+    // SAFETY: the caller's guarantees.
+    match unsafe { fast_reg_mr(Qp::from_raw(qp), ibmr, key, access) } {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
     }
-    0
 }
 c_export!(rvt_fast_reg_mr);
 

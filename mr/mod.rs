@@ -33,13 +33,15 @@ use crate::compat;
 
 use crate::{bindings, device::Device};
 
-pub(crate) use keys::{check_rkey, invalidate_rkey};
+pub(crate) use keys::{check_lkey, check_rkey, fast_reg_mr, invalidate_rkey};
 pub(crate) use lkey::{driver_init, exit};
 pub(crate) use region::{seg_ptr, SEGSZ};
 pub(crate) use verbs::{alloc_mr, dereg_mr, get_dma_mr, map_mr_sg, reg_user_mr};
 
 use lkey::KeyKind;
 
+/// IB_ACCESS_LOCAL_WRITE: the HCA may write the region (an RDMA READ's or atomic's target).
+pub(crate) const ACCESS_LOCAL_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
 /// IB_ACCESS_REMOTE_WRITE: the peer may write the region.
 pub(crate) const ACCESS_REMOTE_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
 /// IB_ACCESS_REMOTE_READ: the peer may read the region.

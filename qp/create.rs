@@ -283,7 +283,7 @@ impl OwnedQp<'_> {
 
     /// `alloc_ud_wq_attr`: UD send WQEs each carry a copy of their AH's attributes.
     fn alloc_ud_attrs(&mut self, dev: &Device) -> Result {
-        if self.allowed_ops() != bindings::IB_OPCODE_UD as u8 {
+        if !self.is_ud_like() {
             return Ok(());
         }
         for n in 0..self.s_size() {
@@ -379,7 +379,7 @@ impl OwnedQp<'_> {
 
     /// `free_ud_wq_attr`.
     fn free_ud_attrs(&mut self) {
-        if self.s_wq().is_null() || self.allowed_ops() != bindings::IB_OPCODE_UD as u8 {
+        if self.s_wq().is_null() || !self.is_ud_like() {
             return;
         }
         for n in 0..self.s_size() {

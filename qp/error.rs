@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-only
 
-//! The error state: `rvt_error_qp`, which stops a QP and flushes both of its queues.
+//! The error state: `rvt_error_qp`, which stops a QP and flushes both of its queues; its
+//! deferred form for a full send CQ met without `r_lock`; and the responder's entry points
+//! that raise an event or the error state (`rvt_comm_est`, `rvt_rc_error`).
 
-use kernel::ffi::c_int;
+use kernel::{ffi::c_int, prelude::*};
+
+use crate::compat::aref::ARef;
 
 use super::{Qp, RecvGuard, SendGuard};
-use crate::{bindings, macros::c_export};
+use crate::{bindings, device::log::rvt_err_ratelimited, macros::c_export};
 
 /// What entering the error state asks the caller to do next.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -119,3 +123,100 @@ pub(crate) fn raise_event(qp: &Qp, event: bindings::ib_event_type) {
         handler(&mut ev, (*ibqp).qp_context);
     }
 }
+
+/// A QP to move to the error state from the module's workqueue, for a full send CQ met where
+/// `r_lock` could not be taken (see [`Qp::error_from_send`]). The reference it holds keeps the
+/// QP alive, and `destroy_qp` waiting, until the work has run.
+#[repr(C)]
+pub(super) struct DeferredError {
+    /// First, so that the work item's address is the struct's.
+    work: bindings::work_struct,
+    qp: ARef<Qp>,
+}
+
+impl DeferredError {
+    pub(super) fn queue(qp: &Qp) {
+        let wq = crate::cq::module_wq();
+        let d = KBox::new(
+            Self {
+                work: bindings::work_struct::default(),
+                qp: qp.into(),
+            },
+            GFP_ATOMIC,
+        );
+        let (Ok(d), false) = (d, wq.is_null()) else {
+            rvt_err_ratelimited!(
+                qp.device(),
+                c"rvt_send_complete",
+                "QP {}: send CQ full; no memory to move the QP to the error state\n",
+                qp.qpn()
+            );
+            return;
+        };
+        let d = KBox::into_raw(d);
+        // SAFETY: `d` is ours until the work runs, which then owns it; the workqueue lives
+        // until the module's exit, which flushes it.
+        unsafe {
+            bindings::rdmavt_rs_init_work(&raw mut (*d).work, Some(Self::run));
+            bindings::rdmavt_rs_queue_work(wq, &raw mut (*d).work);
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Only the workqueue calls this, for a work item `queue` made.
+    unsafe extern "C" fn run(work: *mut bindings::work_struct) {
+        // SAFETY: `work` is the first field of the `DeferredError` that `queue` leaked into
+        // the workqueue, which gives it back here once.
+        let d = unsafe { KBox::from_raw(work.cast::<Self>()) };
+        let outcome = {
+            let mut r = d.qp.r_lock();
+            let mut s = d.qp.s_lock();
+            d.qp.error(&mut r, &mut s, bindings::ib_wc_status::IB_WC_LOC_QP_OP_ERR)
+        };
+        if outcome == ErrorOutcome::LastWqe {
+            raise_event(&d.qp, bindings::ib_event_type::IB_EVENT_QP_LAST_WQE_REACHED);
+        }
+    }
+}
+
+/// `rvt_comm_est`: the first packet arrived on a QP in RTR; tells the consumer.
+///
+/// # Safety
+///
+/// `qp` is a live QP of ours whose `r_lock` the caller (the receive path) holds.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rvt_comm_est(qp: *mut bindings::rvt_qp) {
+    // SAFETY: a live QP of ours (caller's guarantee).
+    let qp = unsafe { Qp::from_raw(qp) };
+    // SAFETY: the caller holds `r_lock` for the whole call.
+    let mut r = unsafe { qp.assume_r_locked() };
+    *r.r_flags_mut() |= bindings::RVT_R_COMM_EST as u8;
+    raise_event(qp, bindings::ib_event_type::IB_EVENT_COMM_EST);
+}
+c_export!(rvt_comm_est);
+
+/// `rvt_rc_error`: an RC protocol error puts the QP in the error state.
+///
+/// # Safety
+///
+/// `qp` is a live QP of ours whose `r_lock` the caller (the receive path) holds, and not its
+/// `s_lock`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rvt_rc_error(
+    qp: *mut bindings::rvt_qp,
+    err: bindings::ib_wc_status,
+) {
+    // SAFETY: a live QP of ours (caller's guarantee).
+    let qp = unsafe { Qp::from_raw(qp) };
+    // SAFETY: the caller holds `r_lock` for the whole call.
+    let mut r = unsafe { qp.assume_r_locked() };
+    let outcome = {
+        let mut s = qp.s_lock();
+        qp.error(&mut r, &mut s, err)
+    };
+    if outcome == ErrorOutcome::LastWqe {
+        raise_event(qp, bindings::ib_event_type::IB_EVENT_QP_LAST_WQE_REACHED);
+    }
+}
+c_export!(rvt_rc_error);

@@ -42,17 +42,19 @@ mod exclusive;
 mod fields;
 mod iter;
 mod modify;
+mod mr_clean;
 mod qpn;
 mod recv;
 mod reset;
 mod send;
+mod send_wr;
+mod state;
 mod swqe;
 #[cfg(rdmavt_kunit)]
 mod tests;
 mod timers;
 
 pub(crate) use attr::ModifyAttr;
-pub(crate) use complete::dereg_clean_qps;
 pub(crate) use create::create_qp;
 pub(crate) use destroy::{destroy_qp, query_qp};
 pub(crate) use engine::SendEngine;
@@ -60,10 +62,12 @@ pub(crate) use error::{raise_last_wqe_reached, ErrorOutcome};
 pub(crate) use exclusive::{AllLocks, OwnedQp, QpMut};
 pub(crate) use fields::Locked;
 pub(crate) use modify::modify_qp;
+pub(crate) use mr_clean::dereg_clean_qps;
 pub(crate) use qpn::{driver_init, exit, lookup, QpDev};
-pub(crate) use recv::{post_recv, Delivered, GetWqe, RecvExtra};
+pub(crate) use recv::{post_recv, Delivered, GetWqe};
 pub(crate) use send::post_send;
-pub(crate) use swqe::{Swqe, WrOpcode};
+pub(crate) use state::state_ops;
+pub(crate) use swqe::{Swqe, SwqeSlot, WrOpcode};
 
 use core::{marker::PhantomData, mem::ManuallyDrop, ptr::NonNull};
 
@@ -171,6 +175,12 @@ impl Qp {
     /// Whether the QP is an unreliable connected one, fixed at creation.
     pub(crate) fn is_uc(&self) -> bool {
         self.qp_type() == bindings::ib_qp_type::IB_QPT_UC
+    }
+
+    /// Whether the QP is UD, SMI or GSI (`allowed_ops` is IB_OPCODE_UD): its send queue
+    /// slots each carry a copy of their request's address. Fixed at creation.
+    pub(crate) fn is_ud_like(&self) -> bool {
+        self.allowed_ops() == bindings::IB_OPCODE_UD as u8
     }
 
     /// Whether the QP is a port's QP 0 or 1 (IB_QPT_SMI, IB_QPT_GSI), fixed at creation.
@@ -386,52 +396,6 @@ impl RecvGuard<'_> {
         // SAFETY: `r_lock` is held, see `SendGuard::state`.
         u32::from(unsafe { (*self.qp_ptr()).state })
     }
-}
-
-/// `ib_rvt_state_ops[state]`: the `RVT_*_OK` and `RVT_*FLUSH*` bits of QP state `state`
-/// (`IB_QPS_*`); none for a value that is no state. (bindgen declares the exported C array
-/// with length 0, so Rust reads the table through this.)
-pub(crate) fn state_ops(state: u32) -> StateOps {
-    StateOps(
-        complete::ib_rvt_state_ops
-            .get(state as usize)
-            .map_or(0, |&ops| ops as u32),
-    )
-}
-
-/// What a QP state allows: a row of `ib_rvt_state_ops`.
-#[derive(Clone, Copy)]
-pub(crate) struct StateOps(u32);
-
-// One test per bit of the row.
-macro_rules! state_op_tests {
-    ($($(#[$doc:meta])* $name:ident: $bit:ident;)*) => {
-        impl StateOps {
-            $(
-                $(#[$doc])*
-                pub(crate) fn $name(self) -> bool {
-                    self.0 & bindings::$bit != 0
-                }
-            )*
-        }
-    };
-}
-
-state_op_tests! {
-    /// RVT_POST_SEND_OK: `post_send` accepts WRs.
-    post_send_ok: RVT_POST_SEND_OK;
-    /// RVT_POST_RECV_OK: `post_recv` accepts WRs.
-    post_recv_ok: RVT_POST_RECV_OK;
-    /// RVT_FLUSH_RECV: posted receives are flushed.
-    flush_recv: RVT_FLUSH_RECV;
-    /// RVT_PROCESS_RECV_OK: the QP takes incoming requests.
-    process_recv_ok: RVT_PROCESS_RECV_OK;
-    /// RVT_PROCESS_NEXT_SEND_OK: the send engine may start the next WQE.
-    process_next_send_ok: RVT_PROCESS_NEXT_SEND_OK;
-    /// RVT_FLUSH_SEND: the send queue is flushed.
-    flush_send: RVT_FLUSH_SEND;
-    /// RVT_PROCESS_OR_FLUSH_SEND: the send engine runs, to send or to flush.
-    process_or_flush_send: RVT_PROCESS_OR_FLUSH_SEND;
 }
 
 /// `rvt_timeout_to_jiffies()`: the IB local ACK timeout, 4.096 us << `timeout`, in jiffies

@@ -10,6 +10,7 @@ use kernel::{ffi::c_int, prelude::*};
 use super::{state_ops, Locked, Qp, RecvGuard};
 use crate::{
     bindings,
+    cq::{RecvExtra, Wc, WcOpcode, WcStatus},
     krwq::{
         self,
         ring::{next_index, Corrupt, Rq, Rwqe},
@@ -58,8 +59,7 @@ impl Qp {
             return Err((EINVAL, wr));
         };
         let flush = ops.flush_recv();
-        let mut flush_one =
-            |wr_id| complete(self, wr_id, bindings::ib_wc_status::IB_WC_WR_FLUSH_ERR);
+        let mut flush_one = |wr_id| complete(self, wr_id, WcStatus::IB_WC_WR_FLUSH_ERR);
         let on_flush: Option<&mut dyn FnMut(u64)> = flush.then_some(&mut flush_one);
         // SAFETY: the caller's guarantee.
         unsafe { krwq::post(rq, wr, on_flush) }
@@ -68,28 +68,9 @@ impl Qp {
 
 /// Enters a receive completion of `status` for `wr_id` on the QP's receive CQ (solicited, as
 /// C does for every receive error).
-pub(super) fn complete(qp: &Qp, wr_id: u64, status: bindings::ib_wc_status) {
-    // SAFETY: all-zero is a valid `ib_wc` (C integers, null pointers, and enums whose zero is
-    // IB_WC_SUCCESS/IB_WC_SEND); the QP is live, so its receive CQ is.
-    unsafe {
-        let mut wc: bindings::ib_wc = core::mem::zeroed();
-        wc.qp = qp.ibqp();
-        wc.opcode = bindings::ib_wc_opcode::IB_WC_RECV;
-        wc.__bindgen_anon_1.wr_id = wr_id;
-        wc.status = status;
-        bindings::rvt_cq_enter(qp.recv_cq(), &mut wc, true);
-    }
-}
-
-/// What a request adds to the receive completion of the WQE it consumed.
-#[derive(Clone, Copy)]
-pub(crate) enum RecvExtra {
-    /// Nothing.
-    None,
-    /// SEND_WITH_IMM or RDMA_WRITE_WITH_IMM: the immediate data, in network order.
-    Imm(u32),
-    /// SEND_WITH_INV: the rkey it invalidated.
-    Invalidated(u32),
+pub(super) fn complete(qp: &Qp, wr_id: u64, status: WcStatus) {
+    let wc = Wc::new(qp.ibqp(), wr_id, WcOpcode::IB_WC_RECV, status);
+    qp.recv_cq().enter_wc(&wc, true);
 }
 
 /// A request the responder delivered: what its receive completion says.
@@ -111,47 +92,22 @@ impl RecvGuard<'_> {
         if !qp.test_and_clear_r_aflag(bindings::RVT_R_WRID_VALID) {
             return;
         }
-        // SAFETY: all zeroes is a valid `ib_wc` (integers, pointers, enums whose 0 is a value).
-        let mut wc: bindings::ib_wc = unsafe { core::mem::zeroed() };
-        wc.opcode = if d.rdma_with_imm {
-            bindings::ib_wc_opcode::IB_WC_RECV_RDMA_WITH_IMM
+        let opcode = if d.rdma_with_imm {
+            WcOpcode::IB_WC_RECV_RDMA_WITH_IMM
         } else {
-            bindings::ib_wc_opcode::IB_WC_RECV
+            WcOpcode::IB_WC_RECV
         };
-        let (flags, ex) = match d.extra {
-            RecvExtra::None => (0, bindings::ib_wc__bindgen_ty_2 { imm_data: 0 }),
-            RecvExtra::Imm(imm_data) => (
-                bindings::ib_wc_flags_IB_WC_WITH_IMM,
-                bindings::ib_wc__bindgen_ty_2 { imm_data },
-            ),
-            RecvExtra::Invalidated(invalidate_rkey) => (
-                bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE,
-                bindings::ib_wc__bindgen_ty_2 { invalidate_rkey },
-            ),
-        };
-        // CAST: the completion flags are bits of an int.
-        wc.wc_flags = flags as c_int;
-        wc.ex = ex;
-        wc.status = bindings::ib_wc_status::IB_WC_SUCCESS;
-        wc.byte_len = d.byte_len;
-        wc.__bindgen_anon_1.wr_id = self.r_wr_id();
-        wc.qp = qp.ibqp();
-        wc.src_qp = self.remote_qpn();
-        let ah = self.remote_ah_attr();
-        let av = core::ptr::from_ref(ah).cast_mut();
-        // SAFETY: a valid address vector; the helper only reads it.
-        let dlid = unsafe { bindings::rdmavt_rs_rdma_ah_get_dlid(av) };
-        wc.slid = dlid & 0xffff;
-        wc.sl = ah.sl;
-        wc.port_num = 1;
-        // SAFETY: the QP's receive CQ is live while the QP is.
-        let entered = unsafe { bindings::rvt_cq_enter(qp.recv_cq(), &mut wc, d.solicited) };
+        let wc = Wc::new(qp.ibqp(), self.r_wr_id(), opcode, WcStatus::IB_WC_SUCCESS)
+            .byte_len(d.byte_len)
+            .extra(d.extra)
+            .source(self.remote_qpn(), self.remote_ah_attr());
+        let entered = qp.recv_cq().enter_wc(&wc, d.solicited);
         if !entered {
             // The CQ overflowed: the QP goes to the error state. C calls rvt_error_qp() here
             // without `s_lock`, which it requires; we take it, in order. As in C's
             // rvt_recv_cq(), no LAST_WQE event follows.
             let mut s = qp.s_lock();
-            let _ = qp.error(self, &mut s, bindings::ib_wc_status::IB_WC_LOC_QP_OP_ERR);
+            let _ = qp.error(self, &mut s, WcStatus::IB_WC_LOC_QP_OP_ERR);
         }
     }
 }
@@ -172,7 +128,7 @@ pub(super) fn flush(qp: &Qp) {
         // SAFETY: `tail` is a checked index (or 0) and stays one through `next_index`.
         let wr_id = unsafe { c.wqe(tail) }.wr_id;
         tail = next_index(c.size(), tail);
-        complete(qp, wr_id, bindings::ib_wc_status::IB_WC_WR_FLUSH_ERR);
+        complete(qp, wr_id, WcStatus::IB_WC_WR_FLUSH_ERR);
     }
     c.set_tail(tail);
     // The cached count goes with the WQEs (C leaves it stale).
@@ -265,7 +221,7 @@ impl Qp {
         let res = wqe.num_sge().and_then(|n| self.take_recv_sges(r, wqe, n));
         if res.is_err() {
             r.r_sge_mut().num_sge = 0;
-            complete(self, wqe.wr_id, bindings::ib_wc_status::IB_WC_LOC_PROT_ERR);
+            complete(self, wqe.wr_id, WcStatus::IB_WC_LOC_PROT_ERR);
         }
         res
     }

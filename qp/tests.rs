@@ -16,7 +16,8 @@ mod suite {
         lock::spin_lock_init,
         qp::{
             post_send,
-            send::{add_length, free_slots, OPERATION_MAX},
+            send::{add_length, free_slots},
+            send_wr::OPERATION_MAX,
             Qp,
         },
     };

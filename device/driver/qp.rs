@@ -12,7 +12,7 @@ use kernel::{
 use super::{all_three, Driver};
 use crate::{
     bindings,
-    qp::{AllLocks, Locked, ModifyAttr, PostGuard, Qp, QpDev, RecvGuard, SendGuard},
+    qp::{AllLocks, Locked, ModifyAttr, PostGuard, Qp, QpDev, RecvGuard, SendGuard, SwqeSlot},
 };
 
 // QP creation and destruction: no QP lock; until `create_qp` returns, the QP is the creator's
@@ -241,13 +241,10 @@ impl Driver {
     /// (the request then goes through `schedule_send_no_lock`); `Ok` when absent, the
     /// driver's errno when it refuses (a negative value).
     ///
-    /// # Safety
-    ///
-    /// `wqe` is the slot of `qp`'s send queue being posted, filled in and not yet published.
-    pub(crate) unsafe fn setup_wqe(
+    pub(crate) fn setup_wqe(
         &self,
         qp: &Qp,
-        wqe: *mut bindings::rvt_swqe,
+        slot: &mut SwqeSlot<'_>,
         call_send: &mut bool,
         h: &PostGuard<'_>,
     ) -> Result {
@@ -255,8 +252,8 @@ impl Driver {
             return Ok(());
         };
         // SAFETY: a QP of this device with its `s_hlock` held (`h`), the WQE being posted
-        // (caller's guarantee), as C calls it.
-        let ret = unsafe { setup(qp.as_raw(), wqe, call_send) };
+        // (`slot`), as C calls it.
+        let ret = unsafe { setup(qp.as_raw(), slot.as_raw(), call_send) };
         if ret < 0 {
             return Err(Error::from_errno(ret));
         }
