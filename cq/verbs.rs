@@ -11,7 +11,13 @@ use kernel::{
 use crate::compat::lock::SpinLockIrqBackend;
 
 use super::{enter, ring::Ring, Cq};
-use crate::{bindings, device::Device, lock::Guarded, mmap::MmapInfo, trace};
+use crate::{
+    bindings,
+    device::Device,
+    lock::Guarded,
+    mmap::{MmapInfo, Udata},
+    trace,
+};
 
 const REPORT_MISSED_EVENTS: u32 = bindings::ib_cq_notify_flags::IB_CQ_REPORT_MISSED_EVENTS.0;
 const SOLICITED_MASK: u32 = bindings::ib_cq_notify_flags::IB_CQ_SOLICITED_MASK.0;
@@ -26,8 +32,8 @@ fn cq_count(dev: &Device) -> Guarded<'_, u32, SpinLockIrqBackend> {
 
 /// User space gets a mapped ring when it left room for the ring's mmap offset in its reply.
 fn wants_mapped_ring(udata: *mut bindings::ib_udata) -> bool {
-    // SAFETY: NULL or ib_core's valid udata.
-    !udata.is_null() && unsafe { (*udata).outlen } >= core::mem::size_of::<u64>()
+    // SAFETY: NULL or ib_core's valid udata of the verb call in progress.
+    unsafe { Udata::from_raw(udata) }.wants_offset()
 }
 
 /// Writes `v` as the verb's reply, as 7.3's C rdmavt does: `ib_respond_udata()`.
@@ -55,15 +61,8 @@ unsafe fn respond_u64(udata: *mut bindings::ib_udata, mut v: u64) -> Result {
 
 /// Tells user space where to mmap the ring.
 fn reply_offset(udata: *mut bindings::ib_udata, info: &MmapInfo) -> Result {
-    let mut offset = info.offset();
-    // SAFETY: `udata` is valid with room for a u64 (`wants_mapped_ring`).
-    to_result(unsafe {
-        bindings::rdmavt_rs_ib_copy_to_udata(
-            udata,
-            (&raw mut offset).cast(),
-            core::mem::size_of::<u64>(),
-        )
-    })
+    // SAFETY: as in `wants_mapped_ring`.
+    unsafe { Udata::from_raw(udata) }.reply_offset(info.offset())
 }
 
 /// Counts a new CQ against the driver's `max_cq`.

@@ -150,3 +150,37 @@ impl Port {
         Self::count(unsafe { &raw mut (*self.as_raw()).n_rnr_naks });
     }
 }
+
+/// `RC_QP_SCALING_INTERVAL`: RC QPs per extra jiffy of retry timeout (`busy_jiffies`).
+const RC_QP_SCALING_INTERVAL: u32 = 5;
+
+/// The device's QP counts, borrowed under `n_qps_lock`.
+pub(crate) struct QpCounts<'a> {
+    pub(crate) allocated: &'a mut u32,
+    pub(crate) rc: &'a mut u32,
+}
+
+impl Device {
+    /// Runs `f` on the device's QP counts with `n_qps_lock` held, then keeps the RC retry
+    /// timers' `busy_jiffies` scaled to the number of RC QPs (unchanged unless `f` changed
+    /// that number).
+    pub(crate) fn with_qp_counts<R>(&self, f: impl FnOnce(QpCounts<'_>) -> R) -> R {
+        let rdi = self.as_raw();
+        // SAFETY: `n_qps_lock` is initialised at registration and protects the counts.
+        let _guard = unsafe {
+            crate::lock::lock_raw::<crate::compat::lock::SpinLockBackend>(
+                &raw mut (*rdi).n_qps_lock,
+            )
+        };
+        // SAFETY: the counts and `busy_jiffies` are protected by `n_qps_lock`, held; the
+        // borrows end before it is released.
+        unsafe {
+            let r = f(QpCounts {
+                allocated: &mut (*rdi).n_qps_allocated,
+                rc: &mut (*rdi).n_rc_qps,
+            });
+            (*rdi).busy_jiffies = (*rdi).n_rc_qps / RC_QP_SCALING_INTERVAL;
+            r
+        }
+    }
+}

@@ -16,6 +16,8 @@ mod tests;
 pub(crate) use post::{post, post_result};
 pub(crate) use ring::Rq;
 
+use core::{ffi::c_void, mem::size_of};
+
 use kernel::{ffi::c_int, prelude::*};
 
 use crate::bindings;
@@ -62,6 +64,60 @@ pub(crate) unsafe fn alloc(
         crate::lock::spin_lock_init!(&raw mut (*kwq).c_lock, c"&rq->kwq->c_lock");
     }
     Ok(())
+}
+
+/// A new receive queue of `size` WQEs of `max_sge` SGEs each: its geometry, then its memory
+/// ([`alloc`]). ENOMEM for a ring too large to describe.
+///
+/// # Safety
+///
+/// As [`alloc`]'s; `max_sge` fits the queue's `u8` (the caller checked it against the
+/// device's limit).
+pub(crate) unsafe fn alloc_sized(
+    rq: *mut bindings::rvt_rq,
+    size: u32,
+    max_sge: u32,
+    node: c_int,
+    user: bool,
+) -> Result {
+    // SAFETY: the caller owns `rq`.
+    unsafe {
+        (*rq).size = size;
+        (*rq).max_sge = max_sge as u8;
+    }
+    let bytes = ring::rwqe_size(max_sge)
+        .checked_mul(size as usize)
+        .ok_or(ENOMEM)?;
+    let bytes = u32::try_from(bytes).map_err(|_| ENOMEM)?;
+    // SAFETY: the caller's guarantee; the geometry is set.
+    unsafe { alloc(rq, bytes, node, user) }
+}
+
+/// A user queue's ring, to be mmap'd: its address and size in bytes (the `rvt_rwq` head
+/// and the WQEs); `None` for a kernel queue.
+///
+/// # Safety
+///
+/// `rq` was set up by [`alloc_sized`] and nothing changes it meanwhile.
+pub(crate) unsafe fn user_ring(rq: *mut bindings::rvt_rq) -> Option<(*mut c_void, usize)> {
+    // SAFETY: the caller's guarantee.
+    let (wq, size, max_sge) = unsafe { ((*rq).wq, (*rq).size, u32::from((*rq).max_sge)) };
+    if wq.is_null() {
+        return None;
+    }
+    // `alloc_sized` checked that the WQEs' size fits a u32.
+    let bytes = size_of::<bindings::rvt_rwq>() + size as usize * ring::rwqe_size(max_sge);
+    Some((wq.cast(), bytes))
+}
+
+/// Forgets a user queue's ring, which an mmap info now owns (and frees).
+///
+/// # Safety
+///
+/// `rq` is a queue that nothing else uses.
+pub(crate) unsafe fn forget_user_ring(rq: *mut bindings::rvt_rq) {
+    // SAFETY: the caller's guarantee.
+    unsafe { (*rq).wq = core::ptr::null_mut() };
 }
 
 /// `rvt_free_rq`: frees what [`alloc`] allocated and leaves the pointers NULL.

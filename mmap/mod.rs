@@ -14,7 +14,9 @@ use kernel::{
 use crate::{bindings, device::Device, lock::spin_lock_init};
 
 mod info;
+mod udata;
 pub(crate) use info::MmapInfo;
+pub(crate) use udata::Udata;
 
 /// Pages reserved for the driver's own mmaps.
 const RESERVED_PAGES: usize = 256;

@@ -8,29 +8,20 @@
 //! [`OwnedQp::free_resources`], unwinds a failed creation and finishes a destroy alike. Both
 //! run on an [`OwnedQp`]: the QP that nobody else sees yet, or any more.
 
-use core::{ffi::c_void, mem::size_of};
-
 use kernel::{ffi::c_int, prelude::*};
 
 use super::{
+    attr::QpState,
+    init_attr::{allowed_ops, InitAttr, QpType},
     qpn::{self, QpnRequest, AIP_QP_BASE},
     OwnedQp, Qp,
 };
 use crate::{
     bindings,
     device::Device,
-    krwq::{self, ring::rwqe_size},
-    mmap::MmapInfo,
+    krwq,
+    mmap::{MmapInfo, Udata},
 };
-
-/// `RC_QP_SCALING_INTERVAL`: RC QPs per extra jiffy of retry timeout (`busy_jiffies`).
-const RC_QP_SCALING_INTERVAL: u32 = 5;
-
-const QPT_RC: bindings::ib_qp_type = bindings::ib_qp_type::IB_QPT_RC;
-const QPT_UC: bindings::ib_qp_type = bindings::ib_qp_type::IB_QPT_UC;
-const QPT_UD: bindings::ib_qp_type = bindings::ib_qp_type::IB_QPT_UD;
-const QPT_SMI: bindings::ib_qp_type = bindings::ib_qp_type::IB_QPT_SMI;
-const QPT_GSI: bindings::ib_qp_type = bindings::ib_qp_type::IB_QPT_GSI;
 
 /// `ib_device_ops.create_qp`.
 ///
@@ -46,9 +37,10 @@ pub(crate) unsafe extern "C" fn create_qp(
     // SAFETY: ib_core allocated the QP with `size_ib_qp` for this call: the head of a zeroed
     // `rvt_qp`, which it hands to no other verb before this returns; `qp` is dropped here.
     let mut qp = unsafe { OwnedQp::new(ibqp) };
-    // SAFETY: ib_core passes valid attributes, which the reply's capabilities go back into.
-    let init = unsafe { &mut *init_attr };
-    match qp.create(init, udata) {
+    // SAFETY: ib_core passes valid attributes, which the reply's capabilities go back into,
+    // and `udata` NULL or valid, for this call.
+    let (mut init, udata) = unsafe { (InitAttr::from_raw(init_attr), Udata::from_raw(udata)) };
+    match qp.create(&mut init, udata) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }
@@ -63,15 +55,10 @@ struct Shape {
 }
 
 /// C's checks of the request, in C's order (so the same request fails with the same errno).
-fn check_request(
-    dev: &Device,
-    ibqp: *mut bindings::ib_qp,
-    init: &bindings::ib_qp_init_attr,
-) -> Result<Shape> {
+fn check_request(dev: &Device, init: &InitAttr<'_>) -> Result<Shape> {
     let props = &dev.dparms().props;
-    let cap = &init.cap;
-    let netdev_use = bindings::ib_qp_create_flags_IB_QP_CREATE_NETDEV_USE as u32;
-    if init.create_flags & !netdev_use != 0 {
+    let cap = init.caps();
+    if init.unsupported_flags() {
         return Err(crate::compat::eopnotsupp());
     }
     if cap.max_send_sge > crate::device::limit(props.max_send_sge)
@@ -79,7 +66,8 @@ fn check_request(
     {
         return Err(EINVAL);
     }
-    if init.srq.is_null() {
+    let srq_max_sge = init.srq_max_sge();
+    if srq_max_sge.is_none() {
         if cap.max_recv_sge > crate::device::limit(props.max_recv_sge)
             || cap.max_recv_wr > crate::device::limit(props.max_qp_wr)
         {
@@ -99,49 +87,24 @@ fn check_request(
             return Err(EINVAL);
         }
     }
-    match init.qp_type {
-        QPT_SMI | QPT_GSI => {
-            // SAFETY: `ibqp->device` is our registered device.
-            let ports = unsafe { (*(*ibqp).device).phys_port_cnt };
-            if init.port_num == 0 || init.port_num > ports {
+    match init.qp_type() {
+        QpType::IB_QPT_SMI | QpType::IB_QPT_GSI => {
+            let port = init.port_num();
+            if port == 0 || port > dev.phys_port_cnt() {
                 return Err(EINVAL);
             }
         }
-        QPT_RC | QPT_UC | QPT_UD => {}
+        QpType::IB_QPT_RC | QpType::IB_QPT_UC | QpType::IB_QPT_UD => {}
         // No raw or XRC QPs, as in C.
         _ => return Err(crate::compat::eopnotsupp()),
     }
-    let rq_sges = if init.srq.is_null() {
-        cap.max_recv_sge
-    } else {
-        // SAFETY: ib_core passes a live SRQ of this device; `rq.max_sge` is fixed for it.
-        u32::from(unsafe { (*init.srq.cast::<bindings::rvt_srq>()).rq.max_sge })
-    };
+    let rq_sges = srq_max_sge.unwrap_or(cap.max_recv_sge);
+    // `max_send_wr` is within the device's `max_qp_wr`, an int.
     let sq_slots = cap.max_send_wr + 1 + u32::from(dev.dparms().reserved_operations);
     Ok(Shape {
         sq_slots,
         extra_rsges: rq_sges.saturating_sub(1) as usize,
     })
-}
-
-/// `get_allowed_ops`: the opcode family of the QP type (`IB_OPCODE_RC`, `_UC`, `_UD`).
-fn allowed_ops(qp_type: bindings::ib_qp_type) -> u8 {
-    (match qp_type {
-        QPT_RC => bindings::IB_OPCODE_RC,
-        QPT_UC => bindings::IB_OPCODE_UC,
-        _ => bindings::IB_OPCODE_UD,
-    }) as u8
-}
-
-/// `kzalloc_node()`.
-fn kzalloc_node(size: usize, node: c_int) -> Result<*mut c_void> {
-    // SAFETY: a plain allocation.
-    let p = unsafe { bindings::rdmavt_rs_kzalloc_node(size, node) };
-    if p.is_null() {
-        Err(ENOMEM)
-    } else {
-        Ok(p)
-    }
 }
 
 /// How far a creation got: what its error path must give back besides the QP's memory.
@@ -154,13 +117,9 @@ struct Progress {
 }
 
 impl OwnedQp<'_> {
-    fn create(
-        &mut self,
-        init: &mut bindings::ib_qp_init_attr,
-        udata: *mut bindings::ib_udata,
-    ) -> Result {
+    fn create(&mut self, init: &mut InitAttr<'_>, udata: Udata) -> Result {
         let dev = self.device();
-        let shape = check_request(dev, self.ibqp(), init)?;
+        let shape = check_request(dev, init)?;
         let mut progress = Progress::default();
         let res = self.set_up(dev, init, &shape, udata, &mut progress);
         if res.is_err() {
@@ -177,26 +136,28 @@ impl OwnedQp<'_> {
     fn set_up(
         &mut self,
         dev: &Device,
-        init: &mut bindings::ib_qp_init_attr,
+        init: &mut InitAttr<'_>,
         shape: &Shape,
-        udata: *mut bindings::ib_udata,
+        udata: Udata,
         progress: &mut Progress,
     ) -> Result {
         self.alloc_queues(dev, init, shape)?;
         self.alloc_driver_priv(dev)?;
         progress.driver_priv = true;
-        if init.srq.is_null() {
+        if init.srq_max_sge().is_none() {
             self.alloc_rq(dev, init, udata)?;
         }
         self.init_fields(init, shape);
-        self.alloc_ud_attrs(dev)?;
+        if self.is_ud_like() {
+            self.alloc_ud_attrs(dev.dparms().node)?;
+        }
         self.number(dev, init)?;
         progress.numbered = true;
         // SAFETY: `qp_priv_alloc` succeeded above, and the QP is still being created.
         unsafe { dev.driver().qp_priv_init(self, init) }?;
-        init.cap.max_inline_data = 0;
+        init.clear_max_inline_data();
         self.reply(dev, udata)?;
-        count_new(dev, init.qp_type)?;
+        count_new(dev, init.qp_type())?;
         if let Some(info) = self.mmap_info() {
             info.add_pending(dev);
             let _ = info.into_raw();
@@ -205,31 +166,15 @@ impl OwnedQp<'_> {
     }
 
     /// The send queue, the receive SGE list, RC's ack queue and the timers.
-    fn alloc_queues(
-        &mut self,
-        dev: &Device,
-        init: &bindings::ib_qp_init_attr,
-        shape: &Shape,
-    ) -> Result {
+    fn alloc_queues(&mut self, dev: &Device, init: &InitAttr<'_>, shape: &Shape) -> Result {
         let node = dev.dparms().node;
-        let slot = size_of::<bindings::rvt_swqe>()
-            + init.cap.max_send_sge as usize * size_of::<bindings::rvt_sge>();
-        let sq_bytes = slot.checked_mul(shape.sq_slots as usize).ok_or(ENOMEM)?;
-        // SAFETY: a plain allocation.
-        let swq = unsafe { bindings::rdmavt_rs_vzalloc_node(sq_bytes, node) };
-        if swq.is_null() {
-            return Err(ENOMEM);
-        }
-        *self.s_wq_mut() = swq.cast();
-        let sg_list = kzalloc_node(shape.extra_rsges * size_of::<bindings::rvt_sge>(), node)?;
-        *self.r_sg_list_mut() = sg_list.cast();
-        if init.qp_type == QPT_RC {
+        self.alloc_send_queue(shape.sq_slots, init.caps().max_send_sge, node)?;
+        self.alloc_recv_sges(shape.extra_rsges, node)?;
+        if init.qp_type() == QpType::IB_QPT_RC {
             // `rvt_max_atomic()`: one more entry than the deepest RDMA read/atomic queue.
-            let entries = usize::from(dev.dparms().max_rdma_atomic) + 1;
-            let acks = kzalloc_node(entries * size_of::<bindings::rvt_ack_entry>(), node)?;
-            *self.s_ack_queue_mut() = acks.cast();
+            self.alloc_ack_queue(usize::from(dev.dparms().max_rdma_atomic) + 1, node)?;
         }
-        *self.allowed_ops_mut() = allowed_ops(init.qp_type);
+        *self.allowed_ops_mut() = allowed_ops(init.qp_type());
         // SAFETY: the QP is ours alone during creation: its timers are not in use yet.
         unsafe { super::timers::init(self.as_raw()) };
         Ok(())
@@ -246,94 +191,66 @@ impl OwnedQp<'_> {
 
     /// The receive queue of a QP without SRQ: a kernel ring, or for user space the ring it
     /// will mmap.
-    fn alloc_rq(
-        &self,
-        dev: &Device,
-        init: &bindings::ib_qp_init_attr,
-        udata: *mut bindings::ib_udata,
-    ) -> Result {
-        let rq = self.rq();
-        let size = init.cap.max_recv_wr + 1;
-        let max_sge = init.cap.max_recv_sge;
-        // SAFETY: the QP is ours alone during creation.
+    fn alloc_rq(&self, dev: &Device, init: &InitAttr<'_>, udata: Udata) -> Result {
+        let cap = init.caps();
+        // SAFETY: the QP's zeroed receive queue, ours alone during creation; `max_recv_sge`
+        // is within the device's limit (`check_request`).
         unsafe {
-            (*rq).size = size;
-            (*rq).max_sge = max_sge as u8;
+            krwq::alloc_sized(
+                self.rq(),
+                cap.max_recv_wr + 1,
+                cap.max_recv_sge,
+                dev.dparms().node,
+                udata.is_user(),
+            )
         }
-        let bytes = rwqe_size(max_sge)
-            .checked_mul(size as usize)
-            .ok_or(ENOMEM)?;
-        let bytes = u32::try_from(bytes).map_err(|_| ENOMEM)?;
-        // SAFETY: `rq` is the QP's zeroed receive queue, ours alone; `max_sge` is set.
-        unsafe { krwq::alloc(rq, bytes, dev.dparms().node, !udata.is_null()) }
     }
 
     /// Locks, counts, queue geometry and the reset state (`rvt_init_qp`).
-    fn init_fields(&mut self, init: &bindings::ib_qp_init_attr, shape: &Shape) {
+    fn init_fields(&mut self, init: &InitAttr<'_>, shape: &Shape) {
+        let cap = init.caps();
         self.init_locks();
-        self.fields()
-            .set_state(bindings::ib_qp_state::IB_QPS_RESET.0 as u8);
+        self.fields().set_state(QpState::IB_QPS_RESET.0 as u8);
         *self.s_size_mut() = shape.sq_slots;
-        *self.fields().s_avail_mut() = init.cap.max_send_wr;
-        *self.s_max_sge_mut() = init.cap.max_send_sge as u8;
-        if init.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_REQ_WR {
+        *self.fields().s_avail_mut() = cap.max_send_wr;
+        *self.s_max_sge_mut() = cap.max_send_sge as u8;
+        if init.signal_req_wr() {
             *self.fields().s_flags_mut() = bindings::RVT_S_SIGNAL_REQ_WR;
         }
     }
 
-    /// `alloc_ud_wq_attr`: UD send WQEs each carry a copy of their AH's attributes.
-    fn alloc_ud_attrs(&mut self, dev: &Device) -> Result {
-        if !self.is_ud_like() {
-            return Ok(());
-        }
-        for n in 0..self.s_size() {
-            let attr = kzalloc_node(size_of::<bindings::rdma_ah_attr>(), dev.dparms().node)?;
-            // SAFETY: the QP is ours alone during creation; the slot is in range.
-            unsafe { (*self.swqe(n)).__bindgen_anon_1.ud_wr.attr = attr.cast() };
-        }
-        Ok(())
-    }
-
     /// A QP number, the port, and the reset state's fields.
-    fn number(&mut self, dev: &Device, init: &bindings::ib_qp_init_attr) -> Result {
-        let aip =
-            init.create_flags & bindings::ib_qp_create_flags_IB_QP_CREATE_NETDEV_USE as u32 != 0;
+    fn number(&mut self, dev: &Device, init: &InitAttr<'_>) -> Result {
+        let aip = init.netdev_use();
         let req = QpnRequest {
-            qp_type: init.qp_type,
-            port_num: init.port_num,
+            qp_type: init.qp_type(),
+            port_num: init.port_num(),
             aip,
         };
         let qpn = qpn::alloc_qpn(dev, &req)?;
         self.set_qpn(if aip { qpn | AIP_QP_BASE } else { qpn });
         let mut f = self.fields();
-        *f.port_num_mut() = init.port_num as u8;
-        f.init_reset_state(init.qp_type);
+        *f.port_num_mut() = init.port_num() as u8;
+        f.init_reset_state(init.qp_type());
         Ok(())
     }
 
     /// Tells user space where to mmap the receive ring (0 when it has none: an SRQ's QP).
-    fn reply(&mut self, dev: &Device, udata: *mut bindings::ib_udata) -> Result {
-        // SAFETY: NULL or ib_core's valid udata.
-        if udata.is_null() || unsafe { (*udata).outlen } < size_of::<u64>() {
+    fn reply(&mut self, dev: &Device, udata: Udata) -> Result {
+        if !udata.wants_offset() {
             return Ok(());
         }
-        let rq = self.rq();
-        // SAFETY: the QP is ours alone during creation.
-        let wq = unsafe { (*rq).wq };
         let mut offset = 0u64;
-        if !wq.is_null() {
-            // SAFETY: as above; the ring's geometry is set.
-            let (size, max_sge) = unsafe { ((*rq).size, u32::from((*rq).max_sge)) };
-            let bytes = size_of::<bindings::rvt_rwq>() + size as usize * rwqe_size(max_sge);
-            let info = MmapInfo::new(dev, bytes as u32, udata, wq.cast())?;
+        // SAFETY: the QP's receive queue, ours alone during creation, set up by `alloc_rq`
+        // (or zeroed, for an SRQ's QP).
+        if let Some((ring, bytes)) = unsafe { krwq::user_ring(self.rq()) } {
+            let bytes = u32::try_from(bytes).map_err(|_| ENOMEM)?;
+            let info = MmapInfo::new(dev, bytes, udata.as_raw(), ring)?;
             offset = info.offset();
             // From here the info owns the ring (see `free_resources`).
             *self.ip_mut() = info.into_raw();
         }
-        // SAFETY: `udata` is valid with room for a u64 (checked above).
-        kernel::error::to_result(unsafe {
-            bindings::rdmavt_rs_ib_copy_to_udata(udata, (&raw mut offset).cast(), size_of::<u64>())
-        })?;
+        udata.reply_offset(offset)?;
         *self.pid_mut() = kernel::current!().pid();
         Ok(())
     }
@@ -350,7 +267,7 @@ impl OwnedQp<'_> {
             // vfree()s the ring on one error path, a double free; not here.
             *self.ip_mut() = core::ptr::null_mut();
             // SAFETY: the QP's own receive queue, which nothing else uses (type invariant).
-            unsafe { (*self.rq()).wq = core::ptr::null_mut() };
+            unsafe { krwq::forget_user_ring(self.rq()) };
             drop(info);
         }
         // SAFETY: the QP's receive queue, unused from now on (type invariant); `create` set
@@ -364,33 +281,7 @@ impl OwnedQp<'_> {
             }
             self.set_driver_priv(core::ptr::null_mut());
         }
-        self.free_ud_attrs();
-        // SAFETY: each queue was allocated by `create` with the matching allocator, or is
-        // NULL, and nothing uses it any more (type invariant).
-        unsafe {
-            bindings::kfree(self.s_ack_queue().cast());
-            bindings::kfree(self.r_sg_list().cast());
-            bindings::vfree(self.s_wq().cast());
-        }
-        *self.s_ack_queue_mut() = core::ptr::null_mut();
-        *self.r_sg_list_mut() = core::ptr::null_mut();
-        *self.s_wq_mut() = core::ptr::null_mut();
-    }
-
-    /// `free_ud_wq_attr`.
-    fn free_ud_attrs(&mut self) {
-        if self.s_wq().is_null() || !self.is_ud_like() {
-            return;
-        }
-        for n in 0..self.s_size() {
-            // SAFETY: nothing else uses the send queue (type invariant); the slot is in
-            // range and holds a copy `alloc_ud_attrs` allocated, or NULL.
-            unsafe {
-                let wqe = self.swqe(n);
-                bindings::kfree((*wqe).__bindgen_anon_1.ud_wr.attr.cast());
-                (*wqe).__bindgen_anon_1.ud_wr.attr = core::ptr::null_mut();
-            }
-        }
+        self.free_queues();
     }
 }
 
@@ -404,41 +295,15 @@ impl Qp {
     }
 }
 
-/// The device's QP counts, borrowed under `n_qps_lock`.
-struct QpCounts<'a> {
-    allocated: &'a mut u32,
-    rc: &'a mut u32,
-}
-
-/// Runs `f` on the device's QP counts with `n_qps_lock` held, then keeps the RC retry timers'
-/// `busy_jiffies` scaled to the number of RC QPs (unchanged unless `f` changed that number).
-fn with_qp_counts<R>(dev: &Device, f: impl FnOnce(QpCounts<'_>) -> R) -> R {
-    let rdi = dev.as_raw();
-    // SAFETY: `n_qps_lock` is initialised at registration and protects the counts.
-    let _guard = unsafe {
-        crate::lock::lock_raw::<crate::compat::lock::SpinLockBackend>(&raw mut (*rdi).n_qps_lock)
-    };
-    // SAFETY: the counts and `busy_jiffies` are protected by `n_qps_lock`, held; the borrows
-    // end before it is released.
-    unsafe {
-        let r = f(QpCounts {
-            allocated: &mut (*rdi).n_qps_allocated,
-            rc: &mut (*rdi).n_rc_qps,
-        });
-        (*rdi).busy_jiffies = (*rdi).n_rc_qps / RC_QP_SCALING_INTERVAL;
-        r
-    }
-}
-
 /// Counts a new QP against the driver's `max_qp` (-ENOMEM at the limit, as C).
-fn count_new(dev: &Device, qp_type: bindings::ib_qp_type) -> Result {
+fn count_new(dev: &Device, qp_type: QpType) -> Result {
     let max = crate::device::limit(dev.dparms().props.max_qp);
-    with_qp_counts(dev, |n| {
+    dev.with_qp_counts(|n| {
         if *n.allocated == max {
             return Err(ENOMEM);
         }
         *n.allocated += 1;
-        if qp_type == QPT_RC {
+        if qp_type == QpType::IB_QPT_RC {
             *n.rc += 1;
         }
         Ok(())
@@ -446,10 +311,10 @@ fn count_new(dev: &Device, qp_type: bindings::ib_qp_type) -> Result {
 }
 
 /// Uncounts a destroyed QP: the reverse of [`count_new`].
-pub(super) fn count_gone(dev: &Device, qp_type: bindings::ib_qp_type) {
-    with_qp_counts(dev, |n| {
+pub(super) fn count_gone(dev: &Device, qp_type: QpType) {
+    dev.with_qp_counts(|n| {
         *n.allocated -= 1;
-        if qp_type == QPT_RC {
+        if qp_type == QpType::IB_QPT_RC {
             *n.rc -= 1;
         }
     })

@@ -19,7 +19,7 @@ use crate::{
     device::Device,
     krwq::{self, ring::rwqe_size, Rq},
     lock::{lock_raw, spin_lock_init},
-    mmap::MmapInfo,
+    mmap::{MmapInfo, Udata},
 };
 
 /// An SRQ of one of our devices.
@@ -168,8 +168,9 @@ impl Srq {
         udata: *mut bindings::ib_udata,
         bytes: u32,
     ) -> Result<Option<MmapInfo>> {
-        // SAFETY: NULL or ib_core's valid udata.
-        if udata.is_null() || unsafe { (*udata).outlen } < size_of::<u64>() {
+        // SAFETY: NULL or ib_core's valid udata of the verb call in progress.
+        let user = unsafe { Udata::from_raw(udata) };
+        if !user.wants_offset() {
             return Ok(None);
         }
         let rq = self.raw_rq();
@@ -179,11 +180,7 @@ impl Srq {
         // SAFETY: the SRQ is ours alone during creation.
         let wq = unsafe { (*rq).wq };
         let info = MmapInfo::new(dev, total, udata, wq.cast())?;
-        let mut offset = info.offset();
-        // SAFETY: `udata` is valid with room for a u64 (checked above).
-        let res = kernel::error::to_result(unsafe {
-            bindings::rdmavt_rs_ib_copy_to_udata(udata, (&raw mut offset).cast(), size_of::<u64>())
-        });
+        let res = user.reply_offset(info.offset());
         if let Err(e) = res {
             // SAFETY: as above: dropping `info` frees the ring, which the queue then forgets.
             unsafe { (*rq).wq = core::ptr::null_mut() };

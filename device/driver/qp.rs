@@ -12,7 +12,10 @@ use kernel::{
 use super::{all_three, Driver};
 use crate::{
     bindings,
-    qp::{AllLocks, Locked, ModifyAttr, PostGuard, Qp, QpDev, RecvGuard, SendGuard, SwqeSlot},
+    qp::{
+        AllLocks, InitAttr, Locked, ModifyAttr, PostGuard, Qp, QpDev, RecvGuard, SendGuard,
+        SwqeSlot,
+    },
 };
 
 // QP creation and destruction: no QP lock; until `create_qp` returns, the QP is the creator's
@@ -49,17 +52,13 @@ impl Driver {
     /// # Safety
     ///
     /// `qp_priv_alloc` succeeded for `qp`, and `create_qp` has not yet returned it.
-    pub(crate) unsafe fn qp_priv_init(
-        &self,
-        qp: &Qp,
-        init: &mut bindings::ib_qp_init_attr,
-    ) -> Result {
+    pub(crate) unsafe fn qp_priv_init(&self, qp: &Qp, init: &mut InitAttr<'_>) -> Result {
         let Some(priv_init) = self.qp_callback(self.table().qp_priv_init, qp, &[]) else {
             return Ok(());
         };
         // SAFETY: the device's own pointer and a QP of it whose private data exists (caller's
         // guarantee), with the creation's attributes, in process context, as C calls it.
-        to_result(unsafe { priv_init(self.rdi(), qp.as_raw(), init) })
+        to_result(unsafe { priv_init(self.rdi(), qp.as_raw(), init.as_raw()) })
     }
 
     /// `qp_priv_free`; nothing when absent. Takes no lock guard: hfi1 and rvt_loop wait here
