@@ -11,8 +11,6 @@
 
 use kernel::{ffi::c_int, prelude::*};
 
-use crate::compat::{atomic::Full, barrier::smp_mb};
-
 use super::{
     complete::next_slot,
     send_wr::{OpParams, SendWr},
@@ -260,9 +258,13 @@ impl Qp {
     /// `s_avail` from `s_last` when the cached count ran out.
     fn is_avail(&self, h: &mut PostGuard<'_>, dev: &Device, reserved_op: bool) -> Result {
         let reserved = u32::from(dev.dparms().reserved_operations);
-        // C's smp_mb__before_atomic: pairs with the barrier in `Qp::complete_swqe`, so that
-        // a slot freed by a reserved request is seen with its count dropped.
-        smp_mb(Full);
+        // No barrier here, where C has smp_mb__before_atomic (a compiler barrier on x86, and
+        // before a plain read, which it does not order): a slot freed by a reserved request
+        // must be seen with that request's count dropped, and it is, because the count is
+        // read below after `s_last` is read with Acquire, which pairs with the Release that
+        // publishes `s_last` after the count drops (`Qp::complete_swqe`). A reserved
+        // request's own test of the count orders nothing, and a stale count there only
+        // refuses it with ENOMEM, as C's may.
         if reserved_op {
             return if self.reserved_used() >= reserved {
                 Err(ENOMEM)
