@@ -3,8 +3,6 @@
 //! Send completions: `rvt_send_complete` and `rvt_qp_complete_swqe`, which free the send
 //! queue slot at `s_last` and report its WQE on the send CQ.
 
-use kernel::ffi::c_int;
-
 use super::{error::DeferredError, state_ops, Qp, RecvGuard, SendGuard, Swqe};
 use crate::{
     bindings,
@@ -12,13 +10,6 @@ use crate::{
     macros::c_export,
     trace,
 };
-
-/// `RVT_SEND_RESERVE_USED` (rdmavt_qp.h, a macro over an enum bindgen leaves out): the WQE
-/// took one of the driver's reserved slots.
-pub(super) const SEND_RESERVE_USED: c_int = bindings::ib_send_flags_IB_SEND_RESERVED_START;
-/// `RVT_SEND_COMPLETION_ONLY`: a local operation already carried out, queued only so that it
-/// completes in order.
-pub(super) const SEND_COMPLETION_ONLY: c_int = bindings::ib_send_flags_IB_SEND_RESERVED_START << 1;
 
 /// The next slot of the send queue after `n`, wrapping at `s_size` (`rvt_qp_swqe_incr`).
 pub(super) fn next_slot(n: u32, s_size: u32) -> u32 {

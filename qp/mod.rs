@@ -69,8 +69,9 @@ pub(crate) use mr_clean::dereg_clean_qps;
 pub(crate) use qpn::{driver_init, exit, lookup, QpDev};
 pub(crate) use recv::{post_recv, Delivered, GetWqe};
 pub(crate) use send::post_send;
+pub(crate) use send_wr::WrOpcode;
 pub(crate) use state::state_ops;
-pub(crate) use swqe::{Swqe, SwqeSlot, WrOpcode};
+pub(crate) use swqe::{Swqe, SwqeSlot};
 
 use core::{marker::PhantomData, mem::ManuallyDrop, ptr::NonNull};
 

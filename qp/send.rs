@@ -13,9 +13,9 @@ use kernel::{ffi::c_int, prelude::*};
 
 use super::{
     complete::next_slot,
-    send_wr::{OpParams, SendWr},
+    send_wr::{OpParams, SendWr, WrOpcode},
     state_ops,
-    swqe::{SwqeSlot, WrOpcode, SLOT_WR_BYTES},
+    swqe::{SwqeSlot, SLOT_WR_BYTES},
     Locked, PostGuard, Qp,
 };
 use crate::{

@@ -8,8 +8,11 @@ use core::{mem::size_of, ptr, slice};
 
 use kernel::{ffi::c_int, prelude::*};
 
-use super::{swqe::WrOpcode, Qp};
+use super::Qp;
 use crate::{bindings, device::Device, mr};
+
+/// The work request opcodes (`IB_WR_*`), bindgen's newtype over C's `enum ib_wr_opcode`.
+pub(crate) use crate::bindings::ib_wr_opcode as WrOpcode;
 
 /// A scatter/gather entry of a request (`struct ib_sge`): address, length and lkey.
 pub(crate) use crate::bindings::ib_sge as Sge;

@@ -9,14 +9,17 @@ use core::{mem::size_of, ptr, slice};
 use kernel::{ffi::c_int, prelude::*, types::Opaque};
 
 use super::{
-    complete::{SEND_COMPLETION_ONLY, SEND_RESERVE_USED},
-    send_wr::{SendWr, Sge, OPERATION_MAX},
+    send_wr::{SendWr, Sge, WrOpcode, OPERATION_MAX},
     Qp,
 };
 use crate::{bindings, cq::WcOpcode, device::Device, mr};
 
-/// The work request opcodes (`IB_WR_*`), bindgen's newtype over C's `enum ib_wr_opcode`.
-pub(crate) use crate::bindings::ib_wr_opcode as WrOpcode;
+/// `RVT_SEND_RESERVE_USED` (rdmavt_qp.h, a macro over an enum bindgen leaves out): the WQE
+/// took one of the driver's reserved slots.
+const SEND_RESERVE_USED: c_int = bindings::ib_send_flags_IB_SEND_RESERVED_START;
+/// `RVT_SEND_COMPLETION_ONLY`: a local operation already carried out, queued only so that it
+/// completes in order.
+const SEND_COMPLETION_ONLY: c_int = bindings::ib_send_flags_IB_SEND_RESERVED_START << 1;
 
 /// A posted send WQE.
 ///
@@ -132,7 +135,7 @@ impl Swqe {
     /// rdmavt's private flag on a LOCAL_INV that `post_send` already performed, because it was
     /// neither fenced nor behind another local operation: only its completion is left.
     pub(crate) fn completion_only(&self) -> bool {
-        self.has_flag(bindings::ib_send_flags_IB_SEND_RESERVED_START << 1)
+        self.wr().send_flags & SEND_COMPLETION_ONLY != 0
     }
 
     /// The immediate data of a `*_WITH_IMM` opcode, in network order.
