@@ -217,29 +217,25 @@ c_export!(rvt_lkey_ok);
 ///
 /// # Safety
 ///
-/// `qp` is a live QP of one of our devices, in a live PD; `sge` is valid for writes.
+/// `sge` is valid for writes.
 unsafe fn rkey_ok(
-    qp: *mut bindings::rvt_qp,
+    qp: &Qp,
     sge: *mut bindings::rvt_sge,
     len: u32,
     vaddr: u64,
     rkey: u32,
     acc: c_int,
 ) -> Option<()> {
-    // SAFETY: `qp` is live (caller's guarantee); its device and PD outlive it.
-    let (dev, pd) = unsafe { (Device::from_ib((*qp).ibqp.device), (*qp).ibqp.pd) };
+    let (dev, pd) = (qp.device(), qp.pd().cast::<bindings::ib_pd>());
     // Key 0 is the DMA MR: kernel virtual addresses, for kernel PDs.
     if rkey == 0 {
-        let rpd = pd.cast::<bindings::rvt_pd>();
-        // SAFETY: the QP's PD is one of ours (the head of an `rvt_pd`) and is live; C takes
-        // the DMA MR of the PD's device, which is the QP's.
-        let (user, pd_dev) = unsafe { ((*rpd).user, Device::from_ib((*rpd).ibpd.device)) };
-        if user {
+        if qp.user_pd() {
             return None;
         }
+        // C takes the DMA MR of the PD's device, which is the QP's.
         let mr = {
             let rcu = rcu::read_lock();
-            lkey::dma_mr(pd_dev, &rcu)?.reference()
+            lkey::dma_mr(dev, &rcu)?.reference()
         };
         // SAFETY: `sge` is valid for writes (caller's guarantee).
         Mregion::fill_dma_sge(mr, unsafe { &mut *sge }, vaddr, len);
@@ -272,7 +268,7 @@ pub(crate) fn check_rkey(
     // CAST: IB access flags fit an int.
     let acc = acc as c_int;
     // SAFETY: a live QP of ours; `sge` is valid for writes.
-    unsafe { rkey_ok(qp.as_raw(), sge, len, vaddr, rkey, acc) }.is_some()
+    unsafe { rkey_ok(qp, sge, len, vaddr, rkey, acc) }.is_some()
 }
 
 /// Checks an RDMA request for `len` bytes at `vaddr` under `rkey` on `qp` for access `acc`
@@ -291,8 +287,8 @@ pub(crate) unsafe extern "C" fn rvt_rkey_ok(
     rkey: u32,
     acc: c_int,
 ) -> c_int {
-    // SAFETY: the caller's guarantees are `rkey_ok`'s.
-    c_int::from(unsafe { rkey_ok(qp, sge, len, vaddr, rkey, acc) }.is_some())
+    // SAFETY: a live QP of ours; `sge` is valid for writes (caller's guarantees).
+    c_int::from(unsafe { rkey_ok(Qp::from_raw(qp), sge, len, vaddr, rkey, acc) }.is_some())
 }
 c_export!(rvt_rkey_ok);
 
