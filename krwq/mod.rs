@@ -67,7 +67,7 @@ pub(crate) unsafe fn alloc(
 }
 
 /// A new receive queue of `size` WQEs of `max_sge` SGEs each: its geometry, then its memory
-/// ([`alloc`]). ENOMEM for a ring too large to describe.
+/// ([`alloc`]); returns the bytes of its WQEs. ENOMEM for a ring too large to describe.
 ///
 /// # Safety
 ///
@@ -79,18 +79,25 @@ pub(crate) unsafe fn alloc_sized(
     max_sge: u32,
     node: c_int,
     user: bool,
-) -> Result {
+) -> Result<u32> {
     // SAFETY: the caller owns `rq`.
     unsafe {
         (*rq).size = size;
         (*rq).max_sge = max_sge as u8;
     }
+    let bytes = ring_bytes(size, max_sge)?;
+    // SAFETY: the caller's guarantee; the geometry is set.
+    unsafe { alloc(rq, bytes, node, user) }?;
+    Ok(bytes)
+}
+
+/// The bytes of a ring of `size` slots of `max_sge` SGEs, or ENOMEM if that exceeds a u32
+/// (C's u32 arithmetic would wrap and allocate too little).
+fn ring_bytes(size: u32, max_sge: u32) -> Result<u32> {
     let bytes = ring::rwqe_size(max_sge)
         .checked_mul(size as usize)
         .ok_or(ENOMEM)?;
-    let bytes = u32::try_from(bytes).map_err(|_| ENOMEM)?;
-    // SAFETY: the caller's guarantee; the geometry is set.
-    unsafe { alloc(rq, bytes, node, user) }
+    u32::try_from(bytes).map_err(|_| ENOMEM)
 }
 
 /// A user queue's ring, to be mmap'd: its address and size in bytes (the `rvt_rwq` head

@@ -204,6 +204,7 @@ impl OwnedQp<'_> {
                 udata.is_user(),
             )
         }
+        .map(|_| ())
     }
 
     /// Locks, counts, queue geometry and the reset state (`rvt_init_qp`).

@@ -8,8 +8,6 @@ mod modify;
 
 pub(crate) use modify::modify_srq;
 
-use core::mem::size_of;
-
 use kernel::{ffi::c_int, prelude::*, types::Opaque};
 
 use crate::compat::lock::SpinLockBackend;
@@ -17,7 +15,7 @@ use crate::compat::lock::SpinLockBackend;
 use crate::{
     bindings,
     device::Device,
-    krwq::{self, ring::rwqe_size, Rq},
+    krwq::{self, Rq},
     lock::{lock_raw, spin_lock_init},
     mmap::{MmapInfo, Udata},
 };
@@ -112,16 +110,18 @@ impl Srq {
             return Err(EINVAL);
         }
         let rq = self.raw_rq();
-        // SAFETY: the SRQ is ours alone during creation.
+        // SAFETY: `rq` is the zeroed queue of a new SRQ, ours alone; `max_sge` is within the
+        // device's limit (checked above).
         unsafe {
-            (*rq).size = attr.max_wr + 1;
-            (*rq).max_sge = attr.max_sge as u8;
-        }
-        let bytes = ring_bytes(attr.max_wr + 1, attr.max_sge)?;
-        // SAFETY: `rq` is the zeroed queue of a new SRQ, ours alone.
-        unsafe { krwq::alloc(rq, bytes, dev.dparms().node, !udata.is_null()) }
-            .map_err(|_| ENOMEM)?;
-        let res = self.finish_create(dev, attr, udata, bytes);
+            krwq::alloc_sized(
+                rq,
+                attr.max_wr + 1,
+                attr.max_sge,
+                dev.dparms().node,
+                !udata.is_null(),
+            )
+        }?;
+        let res = self.finish_create(dev, attr, udata);
         if res.is_err() {
             // SAFETY: the SRQ never became visible; the info (if any) was dropped.
             unsafe { krwq::free(rq) };
@@ -135,10 +135,9 @@ impl Srq {
         dev: &Device,
         attr: &bindings::ib_srq_attr,
         udata: *mut bindings::ib_udata,
-        bytes: u32,
     ) -> Result {
         let srq = self.as_raw();
-        let info = self.reply(dev, udata, bytes)?;
+        let info = self.reply(dev, udata)?;
         // SAFETY: the SRQ is ours alone during creation.
         unsafe {
             spin_lock_init!(&raw mut (*srq).rq.lock, c"&srq->rq.lock");
@@ -162,42 +161,24 @@ impl Srq {
 
     /// For user space with room for the answer: the mmap info of the ring and its offset
     /// written back. On failure the ring is left to the caller to free.
-    fn reply(
-        &self,
-        dev: &Device,
-        udata: *mut bindings::ib_udata,
-        bytes: u32,
-    ) -> Result<Option<MmapInfo>> {
+    fn reply(&self, dev: &Device, udata: *mut bindings::ib_udata) -> Result<Option<MmapInfo>> {
         // SAFETY: NULL or ib_core's valid udata of the verb call in progress.
         let user = unsafe { Udata::from_raw(udata) };
-        if !user.wants_offset() {
-            return Ok(None);
-        }
         let rq = self.raw_rq();
-        let total = bytes
-            .checked_add(size_of::<bindings::rvt_rwq>() as u32)
-            .ok_or(ENOMEM)?;
-        // SAFETY: the SRQ is ours alone during creation.
-        let wq = unsafe { (*rq).wq };
-        let info = MmapInfo::new(dev, total, udata, wq.cast())?;
-        let res = user.reply_offset(info.offset());
-        if let Err(e) = res {
+        // SAFETY: the SRQ's queue, set up by `krwq::alloc_sized`, ours alone during creation.
+        let ring = unsafe { krwq::user_ring(rq) };
+        let Some((ring, bytes)) = ring.filter(|_| user.wants_offset()) else {
+            return Ok(None);
+        };
+        let info = MmapInfo::new(dev, u32::try_from(bytes).map_err(|_| ENOMEM)?, udata, ring)?;
+        if let Err(e) = user.reply_offset(info.offset()) {
             // SAFETY: as above: dropping `info` frees the ring, which the queue then forgets.
-            unsafe { (*rq).wq = core::ptr::null_mut() };
+            unsafe { krwq::forget_user_ring(rq) };
             drop(info);
             return Err(e);
         }
         Ok(Some(info))
     }
-}
-
-/// The bytes of a ring of `size` slots of `max_sge` SGEs, or ENOMEM if that exceeds a u32
-/// (C's u32 arithmetic would wrap and allocate too little).
-pub(crate) fn ring_bytes(size: u32, max_sge: u32) -> Result<u32> {
-    let bytes = rwqe_size(max_sge)
-        .checked_mul(size as usize)
-        .ok_or(ENOMEM)?;
-    u32::try_from(bytes).map_err(|_| ENOMEM)
 }
 
 /// Counts a new SRQ against the driver's `max_srq` (ENOMEM at the limit, as C).

@@ -12,7 +12,7 @@ use core::mem::size_of;
 
 use kernel::{ffi::c_int, prelude::*};
 
-use super::{ring_bytes, Srq};
+use super::Srq;
 use crate::{bindings, krwq};
 
 const MAX_WR: bindings::ib_srq_attr_mask = bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR;
@@ -89,12 +89,16 @@ impl Srq {
         let size = attr.max_wr + 1;
         // SAFETY: all zeroes is a valid, empty `rvt_rq` (NULL pointers, zero sizes).
         let mut tmp: bindings::rvt_rq = unsafe { core::mem::zeroed() };
-        tmp.size = size;
-        tmp.max_sge = max_sge;
-        let bytes = ring_bytes(size, u32::from(max_sge))?;
-        // SAFETY: `tmp` is zeroed and ours alone.
-        unsafe { krwq::alloc(&mut tmp, bytes, dev.dparms().node, !udata.is_null()) }
-            .map_err(|_| ENOMEM)?;
+        // SAFETY: `tmp` is zeroed and ours alone; `max_sge` is the SRQ's own.
+        let bytes = unsafe {
+            krwq::alloc_sized(
+                &mut tmp,
+                size,
+                u32::from(max_sge),
+                dev.dparms().node,
+                !udata.is_null(),
+            )
+        }?;
         let res = self
             .swap_ring(&mut tmp, udata, set_limit.then_some(attr.srq_limit))
             .and_then(|offset_addr| self.publish_ring(bytes, offset_addr));
