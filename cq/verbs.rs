@@ -30,12 +30,6 @@ fn cq_count(dev: &Device) -> Guarded<'_, u32, SpinLockIrqBackend> {
     unsafe { Guarded::lock(&raw mut (*rdi).n_cqs_lock, &raw mut (*rdi).n_cqs_allocated) }
 }
 
-/// User space gets a mapped ring when it left room for the ring's mmap offset in its reply.
-fn wants_mapped_ring(udata: *mut bindings::ib_udata) -> bool {
-    // SAFETY: NULL or ib_core's valid udata of the verb call in progress.
-    unsafe { Udata::from_raw(udata) }.wants_offset()
-}
-
 /// Writes `v` as the verb's reply, as 7.3's C rdmavt does: `ib_respond_udata()`.
 ///
 /// # Safety
@@ -57,12 +51,6 @@ unsafe fn respond_u64(udata: *mut bindings::ib_udata, mut v: u64) -> Result {
 unsafe fn respond_u64(udata: *mut bindings::ib_udata, mut v: u64) -> Result {
     // SAFETY: the caller's guarantee; `v` is a local u64.
     to_result(unsafe { bindings::rdmavt_rs_ib_copy_to_udata(udata, (&raw mut v).cast(), 8) })
-}
-
-/// Tells user space where to mmap the ring.
-fn reply_offset(udata: *mut bindings::ib_udata, info: &MmapInfo) -> Result {
-    // SAFETY: as in `wants_mapped_ring`.
-    unsafe { Udata::from_raw(udata) }.reply_offset(info.offset())
 }
 
 /// Counts a new CQ against the driver's `max_cq`.
@@ -100,7 +88,7 @@ pub(crate) unsafe extern "C" fn create_cq(
         (
             Device::from_ib((*ibcq).device),
             &*attr,
-            bindings::rdmavt_rs_bundle_udata(attrs),
+            Udata::from_raw(bindings::rdmavt_rs_bundle_udata(attrs)),
         )
     };
     match create(dev, ibcq.cast(), attr, udata) {
@@ -113,7 +101,7 @@ fn create(
     dev: &Device,
     cq: *mut bindings::rvt_cq,
     attr: &bindings::ib_cq_init_attr,
-    udata: *mut bindings::ib_udata,
+    udata: Udata,
 ) -> Result {
     if attr.flags != 0 {
         return Err(crate::compat::eopnotsupp());
@@ -127,15 +115,15 @@ fn create(
     // As in C, the vector is taken as an int, negative ones meaning 0.
     let vector = (attr.comp_vector as c_int).max(0) % vectors.max(1);
 
-    let user = wants_mapped_ring(udata);
+    let user = udata.wants_offset();
     let (ring, size) = Ring::alloc(entries, user, dev.dparms().node)?;
     let info = if user {
-        let info = MmapInfo::new(dev, size, udata, ring.as_ptr()).inspect_err(|_| {
+        let info = MmapInfo::new(dev, size, udata.as_raw(), ring.as_ptr()).inspect_err(|_| {
             // SAFETY: nothing else has seen the ring.
             unsafe { ring.free() };
         })?;
         // From here the info owns the ring: dropping its only reference frees both.
-        reply_offset(udata, &info)?;
+        udata.reply_offset(info.offset())?;
         Some(info)
     } else {
         None
@@ -273,7 +261,8 @@ pub(crate) unsafe extern "C" fn resize_cq(
             Device::from_raw((*ibcq.cast::<bindings::rvt_cq>()).rdi),
         )
     };
-    match resize(cq, dev, cqe, udata) {
+    // SAFETY: ib_core passes NULL or the call's valid udata.
+    match resize(cq, dev, cqe, unsafe { Udata::from_raw(udata) }) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }
@@ -296,7 +285,7 @@ pub(crate) unsafe extern "C" fn resize_cq_signed(
     unsafe { resize_cq(ibcq, cqe, udata) }
 }
 
-fn resize(cq: &Cq, dev: &Device, cqe: u32, udata: *mut bindings::ib_udata) -> Result {
+fn resize(cq: &Cq, dev: &Device, cqe: u32, udata: Udata) -> Result {
     if cqe > crate::device::limit(dev.dparms().props.max_cqe) {
         return Err(EINVAL);
     }
@@ -306,14 +295,14 @@ fn resize(cq: &Cq, dev: &Device, cqe: u32, udata: *mut bindings::ib_udata) -> Re
     // other kind's NULL ring when they differ.)
     // SAFETY: `ip` is set at creation and never changes.
     let user = unsafe { !(*cq.as_raw()).ip.is_null() };
-    if user != wants_mapped_ring(udata) {
+    if user != udata.wants_offset() {
         return Err(EINVAL);
     }
     let (ring, size) = Ring::alloc(cqe, user, dev.dparms().node)?;
     // Check that the reply can be written before anything changes.
     if user {
-        // SAFETY: `udata` is valid with room for a u64 (`wants_mapped_ring`).
-        if let Err(e) = unsafe { respond_u64(udata, 0) } {
+        // SAFETY: `udata` is valid with room for a u64 (`wants_offset`).
+        if let Err(e) = unsafe { respond_u64(udata.as_raw(), 0) } {
             // SAFETY: nothing else has seen the new ring.
             unsafe { ring.free() };
             return Err(e);
@@ -341,7 +330,7 @@ fn resize(cq: &Cq, dev: &Device, cqe: u32, udata: *mut bindings::ib_udata) -> Re
     // SAFETY: `info` is the CQ's own reference, borrowed here and given back below.
     let mut info = unsafe { MmapInfo::from_raw(info) };
     info.update(dev, size, ring.as_ptr());
-    let replied = reply_offset(udata, &info);
+    let replied = udata.reply_offset(info.offset());
     info.add_pending(dev);
     let _ = info.into_raw();
     replied
