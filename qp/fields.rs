@@ -37,7 +37,7 @@ use crate::compat::{
 };
 
 use super::{OwnedQp, PostGuard, Qp, QpMut, RecvGuard, SendGuard};
-use crate::{bindings, cq::Cq};
+use crate::bindings;
 
 /// Generates a reader `field()` and a writer `field_mut()` per field on `$on`, whose
 /// `qp_ptr()` is the QP and whose existence proves that `$lock` is held.
@@ -260,21 +260,6 @@ fixed_fields! {
     r_sg_list: *mut bindings::rvt_sge,
     ip: *mut bindings::rvt_mmap_info,
     allowed_ops: u8,
-}
-
-impl Qp {
-    /// The QP's PD, an `rvt_pd` of ours: `ibqp.pd`, set by ib_core at creation and fixed.
-    pub(crate) fn pd(&self) -> *mut bindings::rvt_pd {
-        // SAFETY: a live QP (type invariant); `ibqp.pd` is fixed once the QP is created.
-        unsafe { (*self.ibqp()).pd.cast() }
-    }
-
-    /// Whether the QP's PD belongs to a user process (which may not post privileged
-    /// operations nor use the DMA MR).
-    pub(crate) fn user_pd(&self) -> bool {
-        // SAFETY: the QP's PD is a live PD of ours, the head of an `rvt_pd`, and outlives it.
-        unsafe { (*self.pd()).user }
-    }
 }
 
 impl OwnedQp<'_> {
@@ -526,19 +511,6 @@ impl Qp {
     pub(crate) fn next_link(&self) -> *mut *mut bindings::rvt_qp {
         // SAFETY: only a field address of the live QP.
         unsafe { &raw mut (*self.as_raw()).next }
-    }
-
-    /// The receive CQ, fixed at creation.
-    pub(crate) fn recv_cq(&self) -> &Cq {
-        // SAFETY: a live QP; `ibqp.recv_cq` is a CQ of ours, set at creation, which outlives
-        // the QP (ib_core holds a reference on it for the QP).
-        unsafe { Cq::from_ib((*self.ibqp()).recv_cq) }
-    }
-
-    /// The send CQ, fixed at creation.
-    pub(crate) fn send_cq(&self) -> &Cq {
-        // SAFETY: as `recv_cq`'s.
-        unsafe { Cq::from_ib((*self.ibqp()).send_cq) }
     }
 
     /// Sets `bit` (`RVT_R_*`) of `r_aflags`, atomically: C's `set_bit()`, no lock.

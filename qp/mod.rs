@@ -84,6 +84,7 @@ use crate::compat::{
 
 use crate::{
     bindings,
+    cq::Cq,
     device::Device,
     lock::{c_lock, spin_lock_init},
 };
@@ -169,6 +170,32 @@ impl Qp {
     pub(crate) fn qp_type(&self) -> bindings::ib_qp_type {
         // SAFETY: `qp_type` is written once, before the QP is published.
         unsafe { (*self.ibqp()).qp_type }
+    }
+
+    /// The QP's PD, an `rvt_pd` of ours: `ibqp.pd`, set by ib_core at creation and fixed.
+    pub(crate) fn pd(&self) -> *mut bindings::rvt_pd {
+        // SAFETY: a live QP (type invariant); `ibqp.pd` is fixed once the QP is created.
+        unsafe { (*self.ibqp()).pd.cast() }
+    }
+
+    /// Whether the QP's PD belongs to a user process (which may not post privileged
+    /// operations nor use the DMA MR).
+    pub(crate) fn user_pd(&self) -> bool {
+        // SAFETY: the QP's PD is a live PD of ours, the head of an `rvt_pd`, and outlives it.
+        unsafe { (*self.pd()).user }
+    }
+
+    /// The receive CQ, fixed at creation.
+    pub(crate) fn recv_cq(&self) -> &Cq {
+        // SAFETY: a live QP; `ibqp.recv_cq` is a CQ of ours, set at creation, which outlives
+        // the QP (ib_core holds a reference on it for the QP).
+        unsafe { Cq::from_ib((*self.ibqp()).recv_cq) }
+    }
+
+    /// The send CQ, fixed at creation.
+    pub(crate) fn send_cq(&self) -> &Cq {
+        // SAFETY: as `recv_cq`'s.
+        unsafe { Cq::from_ib((*self.ibqp()).send_cq) }
     }
 
     /// Whether the QP is a reliable connected one, fixed at creation.
