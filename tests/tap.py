@@ -121,8 +121,12 @@ def kunit_runs(log_lines):
 
 
 def cmd_kunit(log, suites):
-    with open(log, encoding="utf-8", errors="replace") as f:
-        runs = kunit_runs(f)
+    # A guest that died before it wrote the log ran no suite: each one fails below.
+    try:
+        with open(log, encoding="utf-8", errors="replace") as f:
+            runs = kunit_runs(f)
+    except FileNotFoundError:
+        runs = {}
     n = 0
     for suite in suites:
         if not runs.get(suite):

@@ -52,6 +52,9 @@ printf 'seed 1 step 1: a -> ok\nseed 2 step 1: b -> ok\nseed 2 step 2: c -> ok\n
 printf 'seed 1 step 1: a -> ok\nseed 2 step 1: b -> ok\nseed 2 step 2: c -> errno 22\n' >"$tmp/fuzz_b"
 python3 "$tap" fuzzdiff f "$tmp/fuzz_a" "$tmp/fuzz_b" >"$tmp/fuzz.tap"
 python3 "$tap" fuzzdiff f "$tmp/missing" /dev/null >"$tmp/fuzz_none.tap"
+# A guest that died before it wrote its KUnit log: every suite fails, and tap.py does not.
+python3 "$tap" kunit "$tmp/missing" s1 s2 >"$tmp/kunit_none.tap"
+kunit_rc=$?
 
 # Every kind of skip once, besides the differential's three, then the count.
 cat >"$tmp/mixed.tap" <<'TAP'
@@ -63,7 +66,7 @@ python3 "$tap" count "$tmp/diff.tap" "$tmp/ktap_skip.tap" "$tmp/mixed.tap" >"$tm
 count_rc=$?
 
 ktap_header
-ktap_plan 19
+ktap_plan 20
 ktap_check "diff: skipped in both is a skip, with its reason" \
 	grep -q '^ok .* skipped / skipped # SKIP Device memory is not supported$' <<<"$(line 0)"
 ktap_check "diff: a random test skipped in both says so" \
@@ -94,6 +97,9 @@ ktap_check "fuzzdiff: a seed one run lacks fails" \
 	grep -q '^not ok 3 f: seed 3: 1 / 0 steps logged, different$' "$tmp/fuzz.tap"
 ktap_check "fuzzdiff: no seed at all fails" grep -q '^not ok 1 f: no seed ran$' \
 	"$tmp/fuzz_none.tap"
+ktap_check "kunit: a missing log fails each suite" \
+	bash -c "[ $kunit_rc = 0 ] && grep -q '^not ok 1 kunit s1: the suite did not run$' '$tmp/kunit_none.tap' &&
+		grep -q '^not ok 2 kunit s2: the suite did not run$' '$tmp/kunit_none.tap'"
 ktap_check "ktap.py: skip() prints a SKIP point" \
 	grep -q '^ok 1 resize # SKIP the C rdmavt unbalances c_lock$' "$tmp/ktap_skip.tap"
 ktap_check "count: the last line is the count, skips counted as skipped" \
