@@ -4,16 +4,18 @@
 # Boots the cached test kernel in QEMU (TCG) with virtme-ng and runs one command inside.
 #
 #   scripts/vm.sh [--rdmavt rs|c|none] [--timeout SECONDS] [--out DIR] [--network MODE]
-#                 -- CMD [ARGS...]
+#                 [--console] -- CMD [ARGS...]
 #
 # The guest sees the host's root read-only over 9p, so the repository, rdma-core's tools,
 # perftest and python3 are all there at their host paths. Before CMD runs, ib_core and
 # ib_uverbs are loaded, then the chosen rdmavt: `rs` (default) is ours from this checkout, `c`
 # the in-tree C module of the same kernel build, `none` neither. --out DIR is writable in the
 # guest as $RDMAVT_RS_OUT. --network MODE gives the guest a NIC (vng's --network, without
-# DHCP: the command configures it). KDIR=DIR boots another kernel build, such as the benchmark
-# kernel (scripts/kernel.sh --bench). The exit status is CMD's; 124 means the guest hung past
-# the timeout.
+# DHCP: the command configures it). --console shows the guest kernel's console on standard
+# error, its warnings and worse (loglevel 5): a guest that panics leaves its last words there,
+# where the kernel log that CMD would have saved is lost with it. KDIR=DIR boots another kernel
+# build, such as the benchmark kernel (scripts/kernel.sh --bench). The exit status is CMD's;
+# 124 means the guest hung past the timeout, 255 that it ended without CMD's status (a panic).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,14 +29,16 @@ rdmavt=rs
 timeout=600
 out=
 network=
+console=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--rdmavt) rdmavt=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
 	--network) network=$2; shift 2 ;;
+	--console) console=1; shift ;;
 	--) shift; break ;;
-	*) die "usage: vm.sh [--rdmavt rs|c|none] [--timeout S] [--out DIR] -- CMD" ;;
+	*) die "usage: vm.sh [--rdmavt rs|c|none] [--timeout S] [--out DIR] [--network M] [--console] -- CMD" ;;
 	esac
 done
 [ $# -gt 0 ] || die "no command given"
@@ -70,12 +74,17 @@ done
 # kasan_multi_shot: every KASAN report, not only the first (a boot-time one, forgiven by
 # tests/splat-known, must not hide a later one). pty.legacy_count=0: the config's 256 legacy
 # BSD pty pairs are 512 devices that udev's coldplug would otherwise work through at boot, and
-# nothing here uses them.
+# nothing here uses them. no5lvl: 4-level paging. With 5 levels (QEMU's TCG CPU has LA57),
+# pgtable_l5_enabled() reads the boot CPU's feature bits, which identify_boot_cpu() clears and
+# fills again with interrupts on: an interrupt in that window sees a 4-level address space
+# under a 5-level kernel (KASAN's "wild-memory-access" in handle_edge_irq, tests/splat-known).
 vng_args=(--run "$kdir" --disable-kvm --disable-microvm --cpus 2 --memory 3G
-	--append="kmemleak=on kasan_multi_shot printk.devkmsg=on pty.legacy_count=0"
+	--append="kmemleak=on kasan_multi_shot printk.devkmsg=on pty.legacy_count=0 no5lvl"
 	--qemu-opts="-device pci-testdev")
 [ -n "$out" ] && { mkdir -p "$out"; vng_args+=(--rwdir "$out"); }
 [ -n "$network" ] && vng_args+=(--network "$network" --no-dhcp)
+# vng's --verbose routes the console to standard error at loglevel 7; the later loglevel wins.
+[ -n "$console" ] && vng_args+=(--verbose --append="loglevel=5")
 
 set +e
 PATH=$(dirname "$VNG"):$PATH timeout --kill-after=15 "$timeout" "$VNG" "${vng_args[@]}" --exec "$guest_cmd" </dev/null

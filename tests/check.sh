@@ -54,7 +54,7 @@ vm_tests() {
 	local out=$results/$run tap=$results/$run.tap rc
 	echo "# booting the $line test VM with the $v rdmavt"
 	KERNEL=$line bash "$repo/scripts/vm.sh" --rdmavt "$v" --timeout "$vm_timeout" \
-		--out "$out" -- "$tests/guest/run-suite.sh" >"$results/$run.console" 2>&1
+		--out "$out" --console -- "$tests/guest/run-suite.sh" >"$results/$run.console" 2>&1
 	rc=$?
 	{
 		if [ "$rc" != 0 ]; then
