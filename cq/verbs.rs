@@ -118,7 +118,7 @@ fn create(
     let user = udata.wants_offset();
     let (ring, size) = Ring::alloc(entries, user, dev.dparms().node)?;
     let info = if user {
-        let info = MmapInfo::new(dev, size, udata.as_raw(), ring.as_ptr()).inspect_err(|_| {
+        let info = MmapInfo::new(dev, size, udata, ring.as_ptr()).inspect_err(|_| {
             // SAFETY: nothing else has seen the ring.
             unsafe { ring.free() };
         })?;

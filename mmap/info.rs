@@ -13,7 +13,7 @@ use kernel::{page::PAGE_SIZE, prelude::*};
 
 use crate::compat::lock::SpinLockIrqBackend;
 
-use crate::{bindings, device::Device, lock::Guarded};
+use crate::{bindings, device::Device, lock::Guarded, mmap::Udata};
 
 /// The device's list of infos waiting for their `mmap()`, under `pending_lock`.
 fn pending(dev: &Device) -> Guarded<'_, bindings::list_head, SpinLockIrqBackend> {
@@ -53,26 +53,18 @@ impl MmapInfo {
     /// An info for the ring `obj` of `size` bytes (vmalloc'ed, to be vfree'd with the last
     /// reference), owned by the user context of `udata`. EINVAL for a kernel caller (no
     /// `udata`), as in C.
-    pub(crate) fn new(
-        dev: &Device,
-        size: u32,
-        udata: *mut bindings::ib_udata,
-        obj: *mut c_void,
-    ) -> Result<Self> {
-        if udata.is_null() {
-            return Err(EINVAL);
-        }
+    pub(crate) fn new(dev: &Device, size: u32, udata: Udata, obj: *mut c_void) -> Result<Self> {
+        let context = udata.ucontext().ok_or(EINVAL)?;
         // SAFETY: all zeroes is a valid (unlinked, unreferenced) rvt_mmap_info.
         let info: bindings::rvt_mmap_info = unsafe { core::mem::zeroed() };
         let ip = KBox::into_raw(KBox::new(info, GFP_KERNEL)?);
-        // SAFETY: `ip` is the fresh allocation above; `udata` is a verb call's, which has a
-        // user context.
+        // SAFETY: `ip` is the fresh allocation above, ours alone.
         unsafe {
             bindings::rdmavt_rs_init_list_head(&raw mut (*ip).pending_mmaps);
             bindings::rdmavt_rs_kref_init(&raw mut (*ip).ref_);
             (*ip).offset = next_offset(dev);
             (*ip).size = page_align(size);
-            (*ip).context = bindings::rdmavt_rs_udata_to_ucontext(udata);
+            (*ip).context = context;
             (*ip).obj = obj;
         }
         // INVARIANT: the kref starts at one, owned by the new handle.

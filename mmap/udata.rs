@@ -37,6 +37,17 @@ impl Udata {
         !self.0.is_null()
     }
 
+    /// The user context of a call from user space (`rdma_udata_to_drv_context`'s base);
+    /// `None` for a kernel consumer.
+    pub(crate) fn ucontext(self) -> Option<*mut bindings::ib_ucontext> {
+        if !self.is_user() {
+            return None;
+        }
+        // SAFETY: valid, not NULL (type invariant); a verb call from user space has a user
+        // context.
+        Some(unsafe { bindings::rdmavt_rs_udata_to_ucontext(self.0) })
+    }
+
     /// User space left room for a ring's mmap offset in its reply.
     pub(crate) fn wants_offset(self) -> bool {
         // SAFETY: NULL or valid (type invariant).

@@ -246,7 +246,7 @@ impl OwnedQp<'_> {
         // (or zeroed, for an SRQ's QP).
         if let Some((ring, bytes)) = unsafe { krwq::user_ring(self.rq()) } {
             let bytes = u32::try_from(bytes).map_err(|_| ENOMEM)?;
-            let info = MmapInfo::new(dev, bytes, udata.as_raw(), ring)?;
+            let info = MmapInfo::new(dev, bytes, udata, ring)?;
             offset = info.offset();
             // From here the info owns the ring (see `free_resources`).
             *self.ip_mut() = info.into_raw();

@@ -170,7 +170,7 @@ impl Srq {
         let Some((ring, bytes)) = ring.filter(|_| user.wants_offset()) else {
             return Ok(None);
         };
-        let info = MmapInfo::new(dev, u32::try_from(bytes).map_err(|_| ENOMEM)?, udata, ring)?;
+        let info = MmapInfo::new(dev, u32::try_from(bytes).map_err(|_| ENOMEM)?, user, ring)?;
         if let Err(e) = user.reply_offset(info.offset()) {
             // SAFETY: as above: dropping `info` frees the ring, which the queue then forgets.
             unsafe { krwq::forget_user_ring(rq) };
