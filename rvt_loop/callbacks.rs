@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 
-//! What rvt_loop gives rdmavt and ib_core to call: the `rvt_driver_provided` table and the
-//! few `ib_device_ops` a driver sets itself.
+//! What rvt_loop gives rdmavt and ib_core to call: the `rvt_driver_provided` table, the few
+//! `ib_device_ops` a driver sets itself, and the two that link devices add ([`crate::link`]).
 //!
 //! rvt_register_device() refuses a driver that lacks any callback its check_support() and
 //! rvt_driver_qp_init() ask for; the rest of the table stays empty, which rdmavt checks for
@@ -67,7 +67,7 @@ static OPS: DeviceOps = DeviceOps(bindings::ib_device_ops {
     modify_device: Some(modify_device),
     // The port counters of `rdma statistic` and sysfs hw_counters/, as rxe has them.
     alloc_hw_port_stats: Some(stats::alloc_hw_port_stats),
-    get_hw_stats: Some(stats::get_hw_stats),
+    get_hw_stats: Some(get_hw_stats),
     ..crate::compat::zeroed()
 });
 
@@ -75,6 +75,84 @@ static OPS: DeviceOps = DeviceOps(bindings::ib_device_ops {
 pub(crate) fn ops() -> &'static bindings::ib_device_ops {
     &OPS.0
 }
+
+/// `ib_device_ops::get_hw_stats`: reads every counter of the port into `stats`; returns how
+/// many.
+///
+/// # Safety
+///
+/// `ibdev` is a registered rvt_loop device and `stats` the structure
+/// [`stats::alloc_hw_port_stats()`] made for it, which the caller's `stats->lock` gives us.
+unsafe extern "C" fn get_hw_stats(
+    ibdev: *mut bindings::ib_device,
+    stats: *mut bindings::rdma_hw_stats,
+    port: u32,
+    _index: c_int,
+) -> c_int {
+    if port != 1 || stats.is_null() {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: ib_core calls this only for a registered device of ours.
+    let dev = unsafe { LoopDev::from_ibdev(ibdev) };
+    // SAFETY: The caller's guarantee for `stats`; the port lives as long as the device.
+    unsafe { stats::fill(stats, dev.port(), |i| dev.counter_sum(i)) }
+}
+
+// `ib_device` reaches an empty placeholder struct that bindgen generates for an x86 type
+// nothing here touches; the C side takes it by pointer only.
+#[allow(improper_ctypes)]
+extern "C" {
+    /// Sets the glue's `rdma_link_ops` on a link device (rvt_loop_glue.c).
+    fn rvt_loop_set_link_ops(ibdev: *mut bindings::ib_device);
+}
+
+/// The `ib_device_ops` of link devices, added to rvt_loop's own: the new flow's
+/// `dealloc_driver`, and `disassociate_ucontext`, so that ib_core unregisters a device that
+/// a process holds open (its objects destroyed, its later verbs failing) instead of waiting
+/// for the process, as for rxe; uverbs then pins rvt_loop for no open device of this kind.
+struct LinkOps(bindings::ib_device_ops);
+
+// SAFETY: Never written; its pointers are functions of this module.
+unsafe impl Sync for LinkOps {}
+
+static LINK_OPS: LinkOps = LinkOps(bindings::ib_device_ops {
+    dealloc_driver: Some(dealloc_driver),
+    disassociate_ucontext: Some(disassociate_ucontext),
+    ..crate::compat::zeroed()
+});
+
+/// What a link device has beyond the others, set before registration.
+pub(crate) fn init_link_ibdev(
+    ibdev: &mut bindings::ib_device,
+    props: &mut bindings::ib_device_attr,
+) {
+    // ib_core copies the attributes at registration (rdmavt's query_device returns them);
+    // nldev_dellink() refuses devices without this flag.
+    props.kernel_cap_flags |= u64::from(bindings::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG);
+    // SAFETY: `ibdev` is initialised and not registered; the ops are static. Only the slots
+    // still empty are filled, and rdmavt fills neither of these.
+    unsafe { bindings::ib_set_device_ops(ibdev, &LINK_OPS.0) };
+    // SAFETY: As above; the link ops are the glue's static table.
+    unsafe { rvt_loop_set_link_ops(ibdev) };
+}
+
+/// `dealloc_driver`: ib_core has unregistered the device; queues the last step.
+///
+/// # Safety
+///
+/// `ibdev` is an rvt_loop device that ib_core is deallocating.
+unsafe extern "C" fn dealloc_driver(ibdev: *mut bindings::ib_device) {
+    // SAFETY: The caller's guarantee. A device whose registration failed has no last step:
+    // its creator took it out before freeing it.
+    if let Some(finish) = unsafe { LoopDev::take_finish(ibdev) } {
+        finish.queue();
+    }
+}
+
+/// `disassociate_ucontext`: rvt_loop has no hardware state in a user context (no doorbells,
+/// no mappings of its own), so nothing to take away, as for rxe. uverbs destroys the
+/// context's objects through rdmavt's verbs after this.
+extern "C" fn disassociate_ucontext(_uctx: *mut bindings::ib_ucontext) {}
 
 /// Runs `f` on the device behind the `rdi` that rdmavt passes to a driver callback.
 ///

@@ -1,26 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0-only
 
-//! One rvt_loop device: allocated by rdmavt, filled in the way hfi1 fills its own
-//! (hfi1_alloc_devdata() and hfi1_register_ib_device()), and registered with rdmavt.
+//! One rvt_loop device: the driver structure rdmavt allocates for it ([`LoopDev`]), what the
+//! callbacks read from it, and how it is freed. [`crate::register`] fills it in and registers
+//! it.
 //!
 //! Each device has one IB port that is always ACTIVE with the link up. Its LID, GUID and GID
 //! follow from the device's unit number, so they are the same at every load.
 //!
 //! A device is either one of the `num_devs` devices, which rvt_loop registers at load and
-//! unregisters at unload ([`DeviceSet`]), or one that `rdma link add` made ([`Origin::Link`]),
-//! which ib_core unregisters when the user deletes it (see [`crate::link`]).
+//! unregisters at unload, or one that `rdma link add` made ([`Origin::Link`]), which ib_core
+//! unregisters when the user deletes it (see [`crate::link`]). A link device keeps its last
+//! step ([`Finish`]) from its registration on.
 
 use crate::{
-    bindings, callbacks, debugfs, link,
+    bindings,
     stats::{Counter, Counters},
-    tables,
 };
-use core::{mem::size_of, ptr::NonNull};
+use core::ptr::NonNull;
 use kernel::{
     error::to_result,
     prelude::*,
-    str::CString,
-    types::{Opaque, ScopeGuard},
+    types::Opaque,
+    workqueue::{impl_has_work, new_work, Queue, Work},
 };
 
 /// The IB MTU of every port, as an enum and in bytes.
@@ -29,32 +30,16 @@ pub(crate) const PORT_MTU_BYTES: u32 = 4096;
 
 /// Entries in each port's P_Key table. Only the first is set: the default, full-member P_Key,
 /// which is what QPs, the MAD layer and rdma-core use when nothing else is configured.
-const NPKEYS: usize = bindings::RVT_MAX_PKEY_VALUES as usize;
+pub(crate) const NPKEYS: usize = bindings::RVT_MAX_PKEY_VALUES as usize;
 const DEFAULT_PKEY: u16 = 0xffff;
 
 /// Node and port GUIDs are this plus the unit number: an EUI-64 with the locally administered
 /// bit set (no vendor OUI is ours to use), "rvtlp" in the bytes above the unit.
-const GUID_BASE: u64 = 0x0272_7674_6c70_0000;
-
-/// The vendor ID ib_core reports is an OUI; ours is the one our GUIDs begin with. rdma-core
-/// (pyverbs' device tests among others) takes a vendor ID of 0 for a broken device.
-const VENDOR_ID: u32 = (GUID_BASE >> 40) as u32;
+pub(crate) const GUID_BASE: u64 = 0x0272_7674_6c70_0000;
 
 /// `IB_DEFAULT_GID_PREFIX`, the link-local subnet prefix of a port no subnet manager has
 /// configured (the macro has a byte swap in it, which bindgen cannot evaluate).
 const DEFAULT_GID_PREFIX: u64 = 0xfe80_0000_0000_0000;
-
-/// hfi1's PSN parameters (hfi1/verbs.h): 31-bit PSN arithmetic, 24-bit PSNs on the wire.
-const PSN_MASK: i32 = 0x7fff_ffff;
-const PSN_SHIFT: i32 = 1;
-const PSN_MODIFY_MASK: i32 = 0xff_ffff;
-
-/// QPNs hfi1 reserves for its KDETH (PSM) and AIP QPs, `RVT_KDETH_QP_BASE` to
-/// `RVT_AIP_QP_MAX` in rdmavt_qp.h (bindgen cannot evaluate their casts). rvt_loop has neither
-/// kind of QP; it reserves the same range so that rdmavt's QPN allocator runs here exactly as
-/// under hfi1, which the tests cannot run without its hardware.
-const QPN_RES_START: i32 = 0x80 << 16;
-const QPN_RES_END: i32 = (0x81 << 16) + 0xffff;
 
 /// The driver structure rdmavt allocates for each device: `rvt_alloc_device()` is given its
 /// size and returns it zeroed, with the `ib_device` initialised.
@@ -76,10 +61,10 @@ pub(crate) struct LoopDev {
     pkeys: Opaque<[u16; NPKEYS]>,
     unit: u32,
     pdev: *mut bindings::pci_dev,
-    /// rvt_loop's own counters; `None` (zeroed memory) until `init()` allocates them.
+    /// rvt_loop's own counters; `None` (zeroed memory) until `init_own()` allocates them.
     counters: Option<Counters>,
     /// A link device's last step, which `dealloc_driver` queues; `None` for the others.
-    finish: Option<Pin<KBox<link::Finish>>>,
+    finish: Option<Pin<KBox<Finish>>>,
 }
 
 /// Where a device comes from: its name, and who unregisters it.
@@ -180,7 +165,7 @@ impl LoopDev {
     ///
     /// `dev` came from rvt_alloc_device() and is not registered (any more); nothing else uses
     /// it, nor does anything after this call.
-    unsafe fn free(dev: NonNull<Self>) {
+    pub(crate) unsafe fn free(dev: NonNull<Self>) {
         // SAFETY: Nobody else reaches the device (the caller's guarantee). With `finish` gone,
         // the `dealloc_driver` that rvt_dealloc_device() calls does nothing.
         unsafe { Self::drop_own(dev) };
@@ -252,155 +237,51 @@ impl LoopDev {
     ///
     /// `ibdev` is the `ib_device` of a live `LoopDev`, which ib_core has unregistered (or
     /// which never was registered).
-    pub(crate) unsafe fn take_finish(
-        ibdev: *mut bindings::ib_device,
-    ) -> Option<Pin<KBox<link::Finish>>> {
+    pub(crate) unsafe fn take_finish(ibdev: *mut bindings::ib_device) -> Option<Pin<KBox<Finish>>> {
         // SAFETY: ib_core calls `dealloc_driver` once, after unregistration: the type
         // invariants let us write the field then.
         unsafe { (*ibdev.cast::<Self>()).finish.take() }
     }
 
-    /// Fills in everything that rdmavt and ib_core read from the driver at registration.
-    fn init(&mut self, unit: u32, pdev: *mut bindings::pci_dev, origin: &Origin<'_>) -> Result {
+    /// Fills in rvt_loop's own fields of a new device: the first step of its registration
+    /// ([`crate::register`]).
+    pub(crate) fn init_own(
+        &mut self,
+        unit: u32,
+        pdev: *mut bindings::pci_dev,
+        origin: &Origin<'_>,
+    ) -> Result {
         self.unit = unit;
         self.pdev = pdev;
         self.counters = Some(Counters::new()?);
         if let Origin::Link { wq, .. } = origin {
-            self.finish = Some(link::Finish::new(NonNull::from(&*self), *wq)?);
+            self.finish = Some(Finish::new(NonNull::from(&*self), *wq)?);
         }
-        let guid = self.guid();
+        Ok(())
+    }
+
+    /// The device's `rvt_dev_info`, for its registration to fill in.
+    ///
+    /// # Safety
+    ///
+    /// The device is not registered yet.
+    pub(crate) unsafe fn rdi_mut(&mut self) -> &mut bindings::rvt_dev_info {
+        // SAFETY: `self` is borrowed exclusively and the device is not registered yet (the
+        // caller's guarantee), so nothing else reaches the `rvt_dev_info`; rvt_alloc_device()
+        // zeroed and initialised it, so a unique reference to it is valid.
+        unsafe { &mut *self.rdi.get() }
+    }
+
+    /// Sets up the port and its P_Key table, and hands them to rdmavt: the last step before
+    /// registration.
+    pub(crate) fn setup_port(&mut self) -> Result {
         let port = self.port.get();
         let pkeys = self.pkeys.get().cast::<u16>();
-
-        // SAFETY: `self` is borrowed exclusively and the device is not registered yet, so
-        // nothing else reaches the `rvt_dev_info`; rvt_alloc_device() zeroed and initialised
-        // it, so a unique reference to it is valid.
-        let rdi = unsafe { &mut *self.rdi.get() };
-        set_name(&mut rdi.ibdev, unit, origin)?;
-        init_ibdev(&mut rdi.ibdev, guid);
-        rdi.driver_f = callbacks::DRIVER_F;
-        rdi.dparms = params();
-        if matches!(origin, Origin::Link { .. }) {
-            link::init_ibdev(&mut rdi.ibdev, &mut rdi.dparms.props);
-        }
-        rdi.post_parms = tables::POST_PARMS.as_ptr();
-        rdi.wc_opcode = tables::WC_OPCODE.as_ptr();
-
         // SAFETY: `port` and `pkeys` are fields of `self`, borrowed exclusively.
         unsafe { init_port(port, pkeys) };
         // SAFETY: `rdi` has room for one port (rvt_alloc_device(.., 1)), and the port and its
         // P_Key table live in the same allocation, as long as the device does.
-        to_result(unsafe { bindings::rvt_init_port(rdi, port, 0, pkeys) })
-    }
-}
-
-/// Names the device before registration: rdmavt registers it under the name it already has
-/// (`ib_register_device(.., dev_name(&rdi->ibdev.dev), ..)`), as hfi1_alloc_devdata() does.
-/// A name that another device has already makes ib_core refuse the registration (ENFILE).
-fn set_name(ibdev: &mut bindings::ib_device, unit: u32, origin: &Origin<'_>) -> Result {
-    // `dev` is the member of the union that ib_core initialised (`coredev` begins with the
-    // same `struct device`).
-    let dev = (&raw mut ibdev.__bindgen_anon_1.dev).cast();
-    to_result(match origin {
-        // SAFETY: `dev` was initialised by rvt_alloc_device(); the format takes one unsigned
-        // int.
-        Origin::Param => unsafe {
-            kernel::bindings::dev_set_name(dev, crate::compat::c_str_ptr(c"rvt_loop%u"), unit)
-        },
-        // SAFETY: As above; the format takes one string, and `name` is one.
-        Origin::Link { name, .. } => unsafe {
-            kernel::bindings::dev_set_name(dev, crate::compat::c_str_ptr(c"%s"), name.as_char_ptr())
-        },
-    })
-}
-
-/// The `ib_device` fields a driver sets: GUID, port count, ops.
-///
-/// Unlike hfi1, rvt_loop leaves `dev.parent` unset even when it has a PCI device: rdma-core's
-/// udev rule (60-rdma-persistent-naming.rules, `rdma_rename NAME_FALLBACK`) renames every IB
-/// device whose parent is a PCI device after its bus and slot (`ibp0s10`), and the names
-/// `rvt_loop<unit>` are what users and tests address the devices by. rdmavt's messages still
-/// name the PCI device, which it gets from get_pci_dev().
-fn init_ibdev(ibdev: &mut bindings::ib_device, guid: u64) {
-    ibdev.node_guid = guid.to_be();
-    ibdev.phys_port_cnt = 1;
-    ibdev.num_comp_vectors = 1;
-    // SAFETY: `ibdev` is initialised and not registered; the ops are static.
-    unsafe { bindings::ib_set_device_ops(ibdev, callbacks::ops()) };
-}
-
-/// `rvt_dev_info::dparms`: the device attributes ib_core reports and rdmavt's limits.
-fn params() -> bindings::rvt_driver_params {
-    bindings::rvt_driver_params {
-        props: attributes(),
-        lkey_table_size: 16,
-        qp_table_size: 256,
-        sge_copy_mode: bindings::RVT_SGE_COPY_MEMCPY,
-        qpn_start: 0,
-        qpn_inc: 1,
-        // QPNs 0 and 1 are the SMI and GSI QPs, which rdmavt hands out by type. It steps
-        // through the others by `qpn_inc << qos_shift`; a step of 2, as hfi1 and qib have,
-        // keeps its wrap-around and new-bitmap paths from ever landing on QPN 1.
-        qos_shift: 1,
-        qpn_res_start: QPN_RES_START,
-        qpn_res_end: QPN_RES_END,
-        nports: 1,
-        npkeys: NPKEYS as i32,
-        node: kernel::bindings::NUMA_NO_NODE,
-        psn_mask: PSN_MASK,
-        psn_shift: PSN_SHIFT,
-        psn_modify_mask: PSN_MODIFY_MASK,
-        // A plain InfiniBand port, so ib_core, rdma-core and ibv_devinfo see IB, not OPA.
-        core_cap_flags: bindings::RDMA_CORE_PORT_IBA_IB,
-        max_mad_size: bindings::IB_MGMT_MAD_SIZE,
-        max_rdma_atomic: 16,
-        ..crate::compat::zeroed()
-    }
-}
-
-/// The `ib_device_attr` that rdmavt's query_device returns.
-fn attributes() -> bindings::ib_device_attr {
-    let max_sge = 96;
-    let max_mcast_grp = 16_384;
-    let max_mcast_qp_attach = 16;
-
-    bindings::ib_device_attr {
-        // One system image for all units, as hfi1 uses the first unit's GUID for all.
-        sys_image_guid: GUID_BASE.to_be(),
-        vendor_id: VENDOR_ID,
-        // The capabilities rdmavt implements for any driver, as hfi1 lists them, less
-        // IB_DEVICE_SHUTDOWN_PORT (see shut_down_port()).
-        device_cap_flags: (bindings::ib_device_cap_flags_IB_DEVICE_BAD_PKEY_CNTR
-            | bindings::ib_device_cap_flags_IB_DEVICE_BAD_QKEY_CNTR
-            | bindings::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID
-            | bindings::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN
-            | bindings::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT
-            | bindings::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE
-            | bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS)
-            as u64,
-        page_size_cap: kernel::page::PAGE_SIZE as u64,
-        max_mr_size: u64::MAX,
-        max_fast_reg_page_list_len: u32::MAX,
-        max_qp: 16_384,
-        max_qp_wr: 16_383,
-        max_send_sge: max_sge,
-        max_recv_sge: max_sge,
-        max_sge_rd: max_sge,
-        max_cq: 0x1ffff,
-        max_cqe: 0x2_ffff,
-        max_ah: 0xffff,
-        max_pd: 0xffff,
-        max_qp_rd_atom: 16,
-        max_qp_init_rd_atom: 255,
-        max_srq: 1024,
-        max_srq_wr: 0x1_ffff,
-        max_srq_sge: 128,
-        atomic_cap: bindings::ib_atomic_cap_IB_ATOMIC_GLOB,
-        max_pkeys: NPKEYS as u16,
-        max_mcast_grp,
-        max_mcast_qp_attach,
-        max_total_mcast_qp_attach: max_mcast_grp * max_mcast_qp_attach,
-        ..crate::compat::zeroed()
+        to_result(unsafe { bindings::rvt_init_port(self.rdi.get(), port, 0, pkeys) })
     }
 }
 
@@ -430,114 +311,56 @@ unsafe fn init_port(port: *mut bindings::rvt_ibport, pkeys: *mut u16) {
     unsafe { pkeys.write(DEFAULT_PKEY) };
 }
 
-/// A registered rvt_loop device; dropping it unregisters and frees it.
+/// The last step of a link device, queued by `dealloc_driver`. What it runs is
+/// [`crate::link`]'s (its `WorkItem` impl): the device's entry there goes with it.
 ///
 /// # Invariants
 ///
-/// `self.0` is a `LoopDev` that rvt_alloc_device() allocated and rvt_register_device()
-/// registered, owned by this handle.
-struct Registration(NonNull<LoopDev>);
+/// `dev` is the link device whose `finish` this was, and `wq` the workqueue of
+/// [`crate::link::Links`], which outlives it.
+#[pin_data]
+pub(crate) struct Finish {
+    #[pin]
+    work: Work<Finish>,
+    dev: NonNull<LoopDev>,
+    wq: NonNull<kernel::bindings::workqueue_struct>,
+}
 
-// SAFETY: The handle only unregisters and frees the device, which C allows from any thread.
-unsafe impl Send for Registration {}
-// SAFETY: `&Registration` offers nothing at all.
-unsafe impl Sync for Registration {}
+// SAFETY: The work runs on any CPU; the device and the queue may be used from any thread.
+unsafe impl Send for Finish {}
+// SAFETY: `&Finish` offers nothing but the work item, which is synchronised by workqueue.
+unsafe impl Sync for Finish {}
 
-impl LoopDev {
-    /// Allocates, fills in and registers a device of unit `unit`, served by `pdev` (which may
-    /// be null on rdmavt-rs). The caller owns the registered device, as `origin` says.
-    pub(crate) fn create(
-        unit: u32,
-        pdev: *mut bindings::pci_dev,
-        origin: &Origin<'_>,
-    ) -> Result<NonNull<Self>> {
-        // SAFETY: Any size of at least `rvt_dev_info` may be asked for, with one port.
-        let rdi = unsafe { bindings::rvt_alloc_device(size_of::<LoopDev>(), 1) };
-        let dev = NonNull::new(rdi.cast::<LoopDev>()).ok_or(ENOMEM)?;
-        let dev = ScopeGuard::new_with_data(dev, |dev| {
-            // SAFETY: The device was allocated above and never registered.
-            unsafe { LoopDev::free(dev) }
-        });
+impl_has_work! {
+    impl HasWork<Self> for Finish { self.work }
+}
 
-        // SAFETY: The device was just allocated and is not registered: nobody else holds it.
-        unsafe { &mut *dev.as_ptr() }.init(unit, pdev, origin)?;
-        // SAFETY: The device is filled in; on failure rdmavt leaves it for us to free.
-        to_result(unsafe { bindings::rvt_register_device(dev.as_ptr().cast()) })?;
-        Ok(dev.dismiss())
+impl Finish {
+    /// The last step of link device `dev`, to be run on `wq`.
+    fn new(
+        dev: NonNull<LoopDev>,
+        wq: NonNull<kernel::bindings::workqueue_struct>,
+    ) -> Result<Pin<KBox<Self>>> {
+        // INVARIANT: the caller makes this the `finish` of `dev`, with the link type's queue.
+        KBox::pin_init(
+            pin_init!(Self {
+                work <- new_work!("rvt_loop::link::Finish"),
+                dev,
+                wq,
+            }),
+            GFP_KERNEL,
+        )
     }
-}
 
-impl Registration {
-    /// Allocates, fills in and registers the device `rvt_loop<unit>`, served by `pdev` (which
-    /// may be null on rdmavt-rs).
-    fn new(unit: u32, pdev: *mut bindings::pci_dev) -> Result<Self> {
-        // INVARIANT: allocated and registered, and owned by nobody else.
-        Ok(Self(LoopDev::create(unit, pdev, &Origin::Param)?))
+    /// The link device this is the last step of.
+    pub(crate) fn dev(&self) -> NonNull<LoopDev> {
+        self.dev
     }
-}
 
-impl Drop for Registration {
-    fn drop(&mut self) {
-        // SAFETY: By the type invariants the device is registered and owned by us. Once
-        // rvt_unregister_device() returns, ib_core calls none of our callbacks any more, and
-        // nothing else of ours uses the device: it is ours to free.
-        unsafe {
-            bindings::rvt_unregister_device(self.0.as_ptr().cast());
-            LoopDev::free(self.0);
-        }
-    }
-}
-
-/// A registered rvt_loop device and its debugfs directory; dropping it removes both.
-pub(crate) struct Device {
-    /// `<debugfs>/rvt_loop/rvt_loop<unit>/`: dropped first, as it reads the device's QPs.
-    _debugfs: debugfs::QpStats,
-    _reg: Registration,
-}
-
-impl Device {
-    /// Registers the device `rvt_loop<unit>`, served by `pdev` (which may be null on
-    /// rdmavt-rs), and creates its directory under `root`.
-    pub(crate) fn new(
-        unit: u32,
-        pdev: *mut bindings::pci_dev,
-        root: &debugfs::Root,
-    ) -> Result<Self> {
-        let reg = Registration::new(unit, pdev)?;
-        let name = CString::try_from_fmt(crate::compat::fmt!("rvt_loop{unit}"))?;
-        let rdi = reg.0.cast::<bindings::rvt_dev_info>();
-        Ok(Self {
-            // SAFETY: `rdi` is registered, and stays so until `reg` is dropped, after this.
-            _debugfs: unsafe { debugfs::qp_stats(root, &name, rdi) }?,
-            _reg: reg,
-        })
-    }
-}
-
-/// The devices `rvt_loop0` to `rvt_loop<n-1>`, unregistered when dropped, and their debugfs
-/// directory `rvt_loop`.
-pub(crate) struct DeviceSet {
-    /// Dropped first: each device removes its own directory.
-    _devs: KVec<Device>,
-    _debugfs: debugfs::Root,
-}
-
-impl DeviceSet {
-    /// Registers `count` devices served by `pdev` (null: no PCI device), with their
-    /// directories under `root`.
-    pub(crate) fn new(
-        count: u32,
-        pdev: *mut bindings::pci_dev,
-        root: debugfs::Root,
-    ) -> Result<Self> {
-        let mut devs = KVec::with_capacity(count as usize, GFP_KERNEL)?;
-        for unit in 0..count {
-            // On failure, the devices registered so far are dropped with `devs`.
-            devs.push(Device::new(unit, pdev, &root)?, GFP_KERNEL)?;
-        }
-        Ok(Self {
-            _devs: devs,
-            _debugfs: root,
-        })
+    /// Queues the last step on its workqueue.
+    pub(crate) fn queue(self: Pin<KBox<Self>>) {
+        // SAFETY: By the type invariants the queue outlives every `Finish`.
+        let wq = unsafe { Queue::from_raw(self.wq.as_ptr()) };
+        wq.enqueue(self);
     }
 }

@@ -39,7 +39,8 @@
 use crate::{
     bindings,
     debugfs::{self, QpStats},
-    device::{LoopDev, Origin},
+    device::{Finish, LoopDev, Origin},
+    register,
 };
 use core::ptr::{self, NonNull};
 // 6.12's `KVec` has no `push_within_capacity` or `remove`.
@@ -49,16 +50,12 @@ use kernel::{
     error::from_result,
     ffi::{c_char, c_int},
     prelude::*,
-    workqueue::{impl_has_work, new_work, Queue, Work, WorkItem},
+    workqueue::WorkItem,
 };
 
-// `ib_device` reaches an empty placeholder struct that bindgen generates for an x86 type
-// nothing here touches; the C side takes it by pointer only.
-#[allow(improper_ctypes)]
 extern "C" {
     fn rvt_loop_link_register();
     fn rvt_loop_link_unregister();
-    fn rvt_loop_set_link_ops(ibdev: *mut bindings::ib_device);
     fn rvt_loop_link_wq_alloc() -> *mut kernel::bindings::workqueue_struct;
 }
 
@@ -241,103 +238,13 @@ impl Drop for Serving {
     }
 }
 
-/// The `ib_device_ops` of link devices, added to rvt_loop's own: the new flow's
-/// `dealloc_driver`, and `disassociate_ucontext`, so that ib_core unregisters a device that
-/// a process holds open (its objects destroyed, its later verbs failing) instead of waiting
-/// for the process, as for rxe; uverbs then pins rvt_loop for no open device of this kind.
-struct LinkOps(bindings::ib_device_ops);
-
-// SAFETY: Never written; its pointers are functions of this module.
-unsafe impl Sync for LinkOps {}
-
-static LINK_OPS: LinkOps = LinkOps(bindings::ib_device_ops {
-    dealloc_driver: Some(dealloc_driver),
-    disassociate_ucontext: Some(disassociate_ucontext),
-    ..crate::compat::zeroed()
-});
-
-/// What a link device has beyond the others, set before registration.
-pub(crate) fn init_ibdev(ibdev: &mut bindings::ib_device, props: &mut bindings::ib_device_attr) {
-    // ib_core copies the attributes at registration (rdmavt's query_device returns them);
-    // nldev_dellink() refuses devices without this flag.
-    props.kernel_cap_flags |= u64::from(bindings::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG);
-    // SAFETY: `ibdev` is initialised and not registered; the ops are static. Only the slots
-    // still empty are filled, and rdmavt fills neither of these.
-    unsafe { bindings::ib_set_device_ops(ibdev, &LINK_OPS.0) };
-    // SAFETY: As above; the link ops are the glue's static table.
-    unsafe { rvt_loop_set_link_ops(ibdev) };
-}
-
-/// `dealloc_driver`: ib_core has unregistered the device; queues the last step.
-///
-/// # Safety
-///
-/// `ibdev` is an rvt_loop device that ib_core is deallocating.
-unsafe extern "C" fn dealloc_driver(ibdev: *mut bindings::ib_device) {
-    // SAFETY: The caller's guarantee. A device whose registration failed has no last step:
-    // its creator took it out before freeing it.
-    if let Some(finish) = unsafe { LoopDev::take_finish(ibdev) } {
-        finish.queue();
-    }
-}
-
-/// `disassociate_ucontext`: rvt_loop has no hardware state in a user context (no doorbells,
-/// no mappings of its own), so nothing to take away, as for rxe. uverbs destroys the
-/// context's objects through rdmavt's verbs after this.
-extern "C" fn disassociate_ucontext(_uctx: *mut bindings::ib_ucontext) {}
-
-/// The last step of a link device, queued by `dealloc_driver`.
-///
-/// # Invariants
-///
-/// `dev` is the link device whose `finish` this was, and `wq` the workqueue of
-/// [`Links`], which outlives it.
-#[pin_data]
-pub(crate) struct Finish {
-    #[pin]
-    work: Work<Finish>,
-    dev: NonNull<LoopDev>,
-    wq: NonNull<kernel::bindings::workqueue_struct>,
-}
-
-// SAFETY: The work runs on any CPU; the device and the queue may be used from any thread.
-unsafe impl Send for Finish {}
-// SAFETY: `&Finish` offers nothing but the work item, which is synchronised by workqueue.
-unsafe impl Sync for Finish {}
-
-impl_has_work! {
-    impl HasWork<Self> for Finish { self.work }
-}
-
-impl Finish {
-    /// The last step of link device `dev`, to be run on `wq`.
-    pub(crate) fn new(
-        dev: NonNull<LoopDev>,
-        wq: NonNull<kernel::bindings::workqueue_struct>,
-    ) -> Result<Pin<KBox<Self>>> {
-        // INVARIANT: the caller makes this the `finish` of `dev`, with the link type's queue.
-        KBox::pin_init(
-            pin_init!(Self {
-                work <- new_work!("rvt_loop::link::Finish"),
-                dev,
-                wq,
-            }),
-            GFP_KERNEL,
-        )
-    }
-
-    fn queue(self: Pin<KBox<Self>>) {
-        // SAFETY: By the type invariants the queue outlives every `Finish`.
-        let wq = unsafe { Queue::from_raw(self.wq.as_ptr()) };
-        wq.enqueue(self);
-    }
-}
-
+/// The last step of a link device, once `dealloc_driver` has queued it: the device's entry
+/// goes with it.
 impl WorkItem for Finish {
     type Pointer = Pin<KBox<Self>>;
 
     fn run(this: Pin<KBox<Self>>) {
-        let dev = this.dev;
+        let dev = this.dev();
         drop(this);
         // SAFETY: `dealloc_driver` queued us: ib_core has unregistered the device, and the
         // first step has been taken (by `dellink` or unload, before unregistering). The
@@ -384,7 +291,7 @@ fn new_link(name: &CStr) -> Result {
     let root = shared.root.clone().ok_or(ENODEV)?;
     // Nothing may fail once the device is registered.
     shared.links.reserve(1, GFP_KERNEL)?;
-    let dev = LoopDev::create(unit, parent.0, &Origin::Link { name, wq })?;
+    let dev = register::create(unit, parent.0, &Origin::Link { name, wq })?;
     // SAFETY: Registered just now; the user's delete waits for the lock we hold.
     let dev_ref = unsafe { DevRef::get(dev) };
     // SAFETY: The device stays registered until the first step, which drops the directory.

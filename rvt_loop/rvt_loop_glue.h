@@ -52,7 +52,7 @@ u64 rvt_loop_counters_sum(u64 __percpu *counters, u32 index);
 int rvt_loop_newlink(const char *ibdev_name, struct net_device *ndev);
 int rvt_loop_dellink(struct ib_device *ibdev);
 
-/* rdma link (rvt_loop/link.rs declares them again). */
+/* rdma link (rvt_loop/link.rs declares them again, rvt_loop_set_link_ops() callbacks.rs). */
 void rvt_loop_link_register(void);
 void rvt_loop_link_unregister(void);
 void rvt_loop_set_link_ops(struct ib_device *ibdev);

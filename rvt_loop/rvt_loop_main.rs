@@ -31,12 +31,13 @@ mod link;
 mod pci;
 mod qp;
 mod rdmavt;
+mod register;
 mod stats;
 mod tables;
 mod ud;
 
-use device::DeviceSet;
 use kernel::{ffi::c_int, prelude::*};
+use register::DeviceSet;
 
 use crate::compat::atomic::{Acquire, AtomicFlag, Full, Release};
 

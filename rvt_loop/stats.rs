@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 
 //! The port counters that `rdma statistic` and sysfs `ports/1/hw_counters/` show, as rxe
-//! provides them (rxe_hw_counters.c): `alloc_hw_port_stats` names them, `get_hw_stats` reads
-//! them.
+//! provides them (rxe_hw_counters.c): `alloc_hw_port_stats` names them, [`fill()`] reads them
+//! for `get_hw_stats` ([`crate::callbacks`]).
 //!
 //! Two kinds:
 //!
@@ -16,7 +16,7 @@
 //! - rvt_loop's own ([`Counter`]), bumped per message by whichever CPU sends or receives it,
 //!   so they are per-CPU and summed when read ([`Counters`]).
 
-use crate::{bindings, device::LoopDev};
+use crate::bindings;
 use core::ffi::CStr;
 use core::{mem::offset_of, ptr::NonNull};
 
@@ -152,33 +152,29 @@ pub(crate) extern "C" fn alloc_hw_port_stats(
     }
 }
 
-/// `ib_device_ops::get_hw_stats`: reads every counter of the port into `stats`; returns how
-/// many.
+/// Reads every counter of a device's port into `stats`, for `get_hw_stats`
+/// ([`crate::callbacks`]): rdmavt's from `port`, rvt_loop's own from `own` (by index).
+/// Returns how many.
 ///
 /// # Safety
 ///
-/// `ibdev` is a registered rvt_loop device and `stats` the structure
-/// [`alloc_hw_port_stats()`] made for it, which the caller's `stats->lock` gives us.
-pub(crate) unsafe extern "C" fn get_hw_stats(
-    ibdev: *mut bindings::ib_device,
+/// `stats` is the structure [`alloc_hw_port_stats()`] made for the device, which the caller's
+/// `stats->lock` gives us, and `port` the device's port, live for the call.
+pub(crate) unsafe fn fill(
     stats: *mut bindings::rdma_hw_stats,
-    port: u32,
-    _index: c_int,
+    port: *const bindings::rvt_ibport,
+    own: impl Fn(u32) -> u64,
 ) -> c_int {
-    if port != 1 || stats.is_null() {
-        return EINVAL.to_errno();
-    }
-    // SAFETY: ib_core calls this only for a registered device of ours.
-    let dev = unsafe { LoopDev::from_ibdev(ibdev) };
-    // SAFETY: ib_core allocated `stats` with `alloc_hw_port_stats()`, so `value` has `COUNT`
-    // entries, and the caller holds `stats->lock`, which serialises writers.
+    // SAFETY: ib_core allocated `stats` with `alloc_hw_port_stats()` (the caller's guarantee),
+    // so `value` has `COUNT` entries, and the caller holds `stats->lock`, which serialises
+    // writers.
     let values = unsafe { (*stats).value.as_mut_slice(COUNT) };
     for (value, counter) in values.iter_mut().zip(PORT.iter()) {
-        // SAFETY: The port lives as long as the device.
-        *value = unsafe { counter.read(dev.port()) };
+        // SAFETY: The caller's guarantee: the port is live.
+        *value = unsafe { counter.read(port) };
     }
     for (i, value) in values[PORT.len()..].iter_mut().enumerate() {
-        *value = dev.counter_sum(i as u32);
+        *value = own(i as u32);
     }
     COUNT as c_int
 }
