@@ -86,8 +86,8 @@ pub(crate) unsafe extern "C" fn create_srq(
     init: *mut bindings::ib_srq_init_attr,
     udata: *mut bindings::ib_udata,
 ) -> c_int {
-    // SAFETY: ib_core's new SRQ and valid attributes.
-    let (srq, init) = unsafe { (Srq::from_ib(ibsrq), &*init) };
+    // SAFETY: ib_core's new SRQ, valid attributes, and NULL or the call's valid udata.
+    let (srq, init, udata) = unsafe { (Srq::from_ib(ibsrq), &*init, Udata::from_raw(udata)) };
     match srq.create(init, udata) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
@@ -95,7 +95,7 @@ pub(crate) unsafe extern "C" fn create_srq(
 }
 
 impl Srq {
-    fn create(&self, init: &bindings::ib_srq_init_attr, udata: *mut bindings::ib_udata) -> Result {
+    fn create(&self, init: &bindings::ib_srq_init_attr, udata: Udata) -> Result {
         let dev = self.device();
         let props = &dev.dparms().props;
         if init.srq_type != bindings::ib_srq_type_IB_SRQT_BASIC {
@@ -118,7 +118,7 @@ impl Srq {
                 attr.max_wr + 1,
                 attr.max_sge,
                 dev.dparms().node,
-                !udata.is_null(),
+                udata.is_user(),
             )
         }?;
         let res = self.finish_create(dev, attr, udata);
@@ -130,12 +130,7 @@ impl Srq {
     }
 
     /// The steps after the queue exists: the mmap reply, the lock, the limit, the count.
-    fn finish_create(
-        &self,
-        dev: &Device,
-        attr: &bindings::ib_srq_attr,
-        udata: *mut bindings::ib_udata,
-    ) -> Result {
+    fn finish_create(&self, dev: &Device, attr: &bindings::ib_srq_attr, udata: Udata) -> Result {
         let srq = self.as_raw();
         let info = self.reply(dev, udata)?;
         // SAFETY: the SRQ is ours alone during creation.
@@ -161,9 +156,7 @@ impl Srq {
 
     /// For user space with room for the answer: the mmap info of the ring and its offset
     /// written back. On failure the ring is left to the caller to free.
-    fn reply(&self, dev: &Device, udata: *mut bindings::ib_udata) -> Result<Option<MmapInfo>> {
-        // SAFETY: NULL or ib_core's valid udata of the verb call in progress.
-        let user = unsafe { Udata::from_raw(udata) };
+    fn reply(&self, dev: &Device, user: Udata) -> Result<Option<MmapInfo>> {
         let rq = self.raw_rq();
         // SAFETY: the SRQ's queue, set up by `krwq::alloc_sized`, ours alone during creation.
         let ring = unsafe { krwq::user_ring(rq) };
