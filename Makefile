@@ -144,6 +144,7 @@ bench: setup
 bench-quick: setup
 	@BENCH_QUICK=1 bash $(SCRIPTS)/bench.sh $(BENCH_PROVIDERS)
 # perf record in the guest during ib_send_bw at 64 B and ib_write_bw at 64 KiB, on rdmavt-rs
-# and the C rdmavt; the side-by-side summary in docs/perf.md.
+# and the C rdmavt, then their instructions and calls per message counted by a QEMU plugin;
+# the side-by-side summary in docs/perf.md. BENCH_PROFILE=insn: the counting alone.
 profile: setup
-	@BENCH_PROFILE=1 bash $(SCRIPTS)/bench.sh $(BENCH_PROVIDERS)
+	@BENCH_PROFILE=$${BENCH_PROFILE:-1} bash $(SCRIPTS)/bench.sh $(BENCH_PROVIDERS)

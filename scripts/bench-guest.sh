@@ -6,7 +6,7 @@
 # the device, server and client in this guest meeting over TCP, the same arguments on every
 # provider.
 #
-#   bench-guest.sh rs|rs-notrace|c|rxe|siw DURATION LAT_ITERS [POINTS [PROFILE]]
+#   bench-guest.sh rs|rs-notrace|c|rxe|siw DURATION LAT_ITERS [POINTS [PROFILE|insn]]
 #
 # Each bandwidth point runs for DURATION seconds (perftest -D), the first and last second of
 # them unmeasured (-f 1: the warm-up and the drain); each latency point runs LAT_ITERS
@@ -28,6 +28,13 @@
 # symbols with the modules' load addresses to kallsyms.gz, so that scripts/profile_report.py
 # resolves them on the host: perf itself would take an installed rdmavt.ko's symbols for the
 # rdmavt-rs loaded from elsewhere.
+#
+# insn (`make profile`'s counting boot, with scripts/bench/insn-count.c loaded into QEMU): each
+# point runs twice instead, for INSN_ITERS[0] and then INSN_ITERS[1] iterations (-n, both
+# kinds of point), each run between `insn-mark start` and `insn-mark stop`, so that the plugin
+# writes the guest's kernel instruction counts of each run to insn.1, insn.2, ... and the
+# difference of a point's two runs is the cost of its extra messages without the set-up and
+# tear-down both runs share. insn.order names the runs: "NAME ITERATIONS" a line, in order.
 set -u
 tests=$RDMAVT_RS_REPO/tests
 . "$tests/lib/ktap.sh"
@@ -39,6 +46,8 @@ lat_iters=$3
 only=${4:-all}
 profile=${5:-0}
 PROFILE_HZ=999
+INSN_ITERS=(10000 50000)
+insn_mark=$RDMAVT_RS_REPO/scripts/bench/insn-mark
 out=$RDMAVT_RS_OUT
 memcpy_bw=$RDMAVT_RS_REPO/scripts/bench/memcpy-bw
 failed=0
@@ -85,11 +94,13 @@ bench() {
 	while kill -0 "$spid" 2>/dev/null && ! traffic_listening "$port"; do
 		sleep 0.2
 	done
-	[ "$profile" = 0 ] || record "$name" &
+	[ "$profile" = 0 ] || [ "$profile" = insn ] || record "$name" &
+	[ "$profile" != insn ] || "$insn_mark" start
 	timeout "$TRAFFIC_TIMEOUT" "${cmd[@]}" -p "$port" "$server" >"$out/$name.client" 2>&1 ||
 		crc=$?
 	wait "$spid" || src=$?
-	[ "$profile" = 0 ] || { wait; report "$name"; }
+	[ "$profile" != insn ] || "$insn_mark" stop
+	[ "$profile" = 0 ] || [ "$profile" = insn ] || { wait; report "$name"; }
 	if [ "$src" = 0 ] && [ "$crc" = 0 ]; then
 		echo "$name ok" >>"$out/status"
 	else
@@ -118,21 +129,48 @@ report() {
 	[ -e "$out/kallsyms.gz" ] || grep ' [tTwW] ' /proc/kallsyms | gzip >"$out/kallsyms.gz"
 }
 
-# selected NAME: whether NAME is among the points asked for (POINTS, "all" by default).
-selected() { [ "$only" = all ] || [[ " $only " == *" $1 "* ]]; }
+# selected NAME: whether NAME is among the points asked for (POINTS, "all" by default); a
+# counting run NAME.N is point NAME's.
+selected() { [ "$only" = all ] || [[ " $only " == *" ${1%.*} "* ]]; }
 
 # bw NAME PROGRAM [ARGS...]: a bandwidth point, duration-based.
 bw() {
 	local name=$1
 	shift
-	bench "$name" "$@" -D "$duration" -f 1
+	if [ "$profile" = insn ]; then
+		count "$name" "$@"
+	else
+		bench "$name" "$@" -D "$duration" -f 1
+	fi
 }
 
 # lat NAME PROGRAM [ARGS...]: a latency point, iteration-based.
 lat() {
 	local name=$1
 	shift
-	bench "$name" "$@" -n "$lat_iters"
+	if [ "$profile" = insn ]; then
+		count "$name" "$@"
+	else
+		bench "$name" "$@" -n "$lat_iters"
+	fi
+}
+
+# count NAME PROGRAM [ARGS...]: the counting boot's two runs of a point (see insn above), its
+# outputs as NAME.N.server and NAME.N.client, after an uncounted one (NAME.warm.*): the first
+# run of a program pays for what later ones find cached (its binary and libraries read over
+# 9p, page tables, slab caches), which would fall on the first counted run alone.
+count() {
+	local name=$1 n
+	shift
+	selected "$name" || return 0
+	local mode=$profile
+	profile=0
+	bench "$name.warm" "$@" -n "${INSN_ITERS[0]}"
+	profile=$mode
+	for n in "${INSN_ITERS[@]}"; do
+		bench "$name.$n" "$@" -n "$n"
+		echo "$name $n" >>"$out/insn.order"
+	done
 }
 
 # unsupported NAME REASON: a point this device cannot run; reported as n/a, not as a failure.
@@ -198,5 +236,7 @@ lat send_lat_8 ib_send_lat -s 8
 lat write_lat_8 ib_write_lat -s 8
 lat read_lat_8 ib_read_lat -s 8
 
+# The counting boot's symbols, for the host to name the counted addresses.
+[ "$profile" != insn ] || grep ' [tTwW] ' /proc/kallsyms | gzip >"$out/kallsyms.gz"
 dmesg >"$out/dmesg.log"
 exit "$failed"

@@ -41,7 +41,10 @@
 #                         and c by default; results in .test-results/profile (-inline,
 #                         -6.12), and the side-by-side summary scripts/profile_report.py
 #                         writes to docs/perf.md (for the default kernel and helpers) and to
-#                         the results
+#                         the results. After the sampling boots, one counting boot each, with
+#                         the QEMU plugin scripts/bench/insn-count.c: the instructions and
+#                         calls per message of every kernel function (bench-guest.sh's insn);
+#                         BENCH_PROFILE=insn: the counting boots alone
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -110,11 +113,18 @@ build_copy() {
 }
 
 # The modules in $build (and in $build_notrace for rs-notrace), and memcpy-bw with the host's
-# gcc (the guest runs the host's binaries over 9p).
+# gcc (the guest runs the host's binaries over 9p); for a profile, the counting plugin and the
+# guest's marks (at an address of their own: scripts/bench/insn-mark.c).
 build_modules() {
-	local kdir=$1
+	local kdir=$1 b=$build/scripts/bench
 	build_copy "$kdir" "$build"
-	gcc -O2 -Wall -o "$build/scripts/bench/memcpy-bw" "$build/scripts/bench/memcpy-bw.c"
+	gcc -O2 -Wall -o "$b/memcpy-bw" "$b/memcpy-bw.c"
+	if [ -n "$profile" ]; then
+		gcc -O2 -Wall -shared -fPIC -fvisibility=hidden -o "$b/insn-count.so" \
+			"$b/insn-count.c" -lpthread
+		gcc -O1 -Wall -static -no-pie -Wl,-Ttext-segment=0x13370000 -o "$b/insn-mark" \
+			"$b/insn-mark.c"
+	fi
 	rm -rf "$build_notrace"
 	if [[ " ${providers[*]} " == *" rs-notrace "* ]]; then
 		build_copy "$kdir" "$build_notrace" RDMAVT_RS_TRACE=n
@@ -123,25 +133,45 @@ build_modules() {
 }
 
 # run_boot KDIR PROVIDER ROUND: one VM boot; its raw output in $results/raw/PROVIDER/ROUND.
+# ROUND "insn": a profile's counting boot, with the plugin loaded.
+#
+# tsc=reliable: under TCG the clocksource watchdog finds the TSC skewed against the HPET now and
+# then, a minute or so into a boot, and switches the guest to the HPET. From then on every
+# gettimeofday() is a system call that reads an emulated HPET, where the vDSO read the TSC, and
+# perftest asks for the time about ten times a message: `make profile`'s counts showed a boot
+# that had switched spending twice the kernel instructions per 64-byte send of one that had not.
+# A boot-by-boot lottery of that size has no place in a comparison; TCG's TSC follows the
+# host's clock, so it is kept.
 run_boot() {
 	local kdir=$1 p=$2 round=$3 rdmavt=none net=() dir=$results/raw/$2/$3 tree=$build
+	local mode=$profile_seconds plugin=()
 	case "$p" in
 	rs|c) rdmavt=$p ;;
 	rs-notrace) rdmavt=rs tree=$build_notrace ;;
 	siw) net=(--network user) ;;
 	esac
 	mkdir -p "$dir"
+	[ "$round" != insn ] || { mode=insn; plugin=(--plugin "$(insn_plugin "$dir")"); }
 	echo "$p $round" >>"$results/raw/order"
 	log "bench: $p, round $round ($(date -u +%H:%M:%S))"
 	KDIR=$kdir bash "$tree/scripts/vm.sh" --rdmavt "$rdmavt" --timeout "$boot_timeout" "${net[@]}" \
-		--out "$dir" -- "$tree/scripts/bench-guest.sh" "$p" "$duration" "$lat_iters" \
-		"$only" "$profile_seconds" >"$dir/vm.log" 2>&1
+		"${plugin[@]}" --append tsc=reliable --out "$dir" -- "$tree/scripts/bench-guest.sh" "$p" "$duration" \
+		"$lat_iters" "$only" "$mode" >"$dir/vm.log" 2>&1
+}
+
+# insn_plugin DIR: QEMU's -plugin argument for a counting boot writing to DIR/insn.N.
+insn_plugin() {
+	local b=$build/scripts/bench start stop
+	start=$(nm "$b/insn-mark" | awk '$3 == "mark_start" { print "0x" $1 }')
+	stop=$(nm "$b/insn-mark" | awk '$3 == "mark_stop" { print "0x" $1 }')
+	echo "$b/insn-count.so,out=$1/insn,start=$start,stop=$stop"
 }
 
 # The boots in their order: the rdmavts (rs, rs-notrace, c) alternating round by round, then
 # rxe and siw.
 boot_plan() {
 	local r p
+	[ "$profile" != insn ] || rounds=0 ref_rounds=0
 	for ((r = 1; r <= rounds; r++)); do
 		for p in "${providers[@]}"; do
 			case "$p" in rs|rs-notrace|c) echo "$p $r" ;; esac
@@ -153,6 +183,7 @@ boot_plan() {
 			echo "$p $r"
 		done
 	done
+	[ -z "$profile" ] || for p in "${providers[@]}"; do echo "$p insn"; done
 }
 
 # The table and the plot from raw/, with a header that says what was measured on what.
@@ -181,7 +212,7 @@ profile_summary() {
 	"$python" "$here/profile_report.py" --title "$(basename "$kdir"), Rust helpers $helpers," \
 		--commit "$(git -C "$repo" describe --always --dirty)" "$results/raw" \
 		"${providers[@]}" >"$results/perf.md"
-	if [ "$KERNEL_LINE" = 7.3 ] && [ "$helpers" = outline ]; then
+	if [ "$KERNEL_LINE" = 7.3 ] && [ "$helpers" = outline ] && [ "$profile" != insn ]; then
 		cp "$results/perf.md" "$repo/docs/perf.md"
 		log "profile: docs/perf.md"
 	fi
@@ -204,7 +235,7 @@ main() {
 			failed+=("$p/$round")
 		}
 	done < <(boot_plan)
-	report "$kdir"
+	[ "$profile" = insn ] || report "$kdir"
 	[ -z "$profile" ] || profile_summary "$kdir"
 	log "benchmark: $(( (SECONDS - start) / 60 )) min; results: $results/results.md," \
 		"plot: $results/ratios.png, raw output: $results/raw/"

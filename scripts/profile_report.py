@@ -76,10 +76,14 @@ class Symbols:
         self.addrs = [r[0] for r in rows]
 
     def lookup(self, ip):
+        return self.at(ip)[:2]
+
+    def at(self, ip):
+        """(module, function, the function's first address)."""
         i = bisect.bisect_right(self.addrs, ip) - 1
         if i < 0:
-            return ("?", hex(ip))
-        return (self.rows[i][2], self.rows[i][1])
+            return ("?", hex(ip), None)
+        return (self.rows[i][2], self.rows[i][1], self.addrs[i])
 
 
 class Profile:
@@ -152,6 +156,131 @@ def load(raw, provider, name):
     except OSError:
         return None
     return Profile(text, syms, bench_report.read(os.path.join(d, name + ".client")))
+
+
+class Counts:
+    """One point's instruction counts from a counting boot (RAW/PROVIDER/insn): the
+    difference between its two runs, per message of the difference. `insns` and `calls` map
+    (module, function) to instructions executed in it and calls of it (executions of its first
+    instruction) per message; `modules` maps a module to its instructions per message."""
+
+    def __init__(self, d, name, syms):
+        runs = []
+        with open(os.path.join(d, "insn.order")) as f:
+            for k, line in enumerate(f, 1):
+                n, iters = line.split()
+                if n == name:
+                    runs.append((int(iters), k))
+        if len(runs) != 2 or runs[1][0] <= runs[0][0]:
+            raise ValueError(f"{name}: not two counted runs")
+        (small, k0), (large, k1) = runs
+        a, b = (self.dump(os.path.join(d, f"insn.{k}")) for k in (k0, k1))
+        self.msgs = large - small
+        self.user = (b.pop("user", 0) - a.pop("user", 0)) / self.msgs
+        self.insns, self.calls, self.modules = {}, {}, {}
+        for addr in set(a) | set(b):
+            n = (b.get(addr, 0) - a.get(addr, 0)) / self.msgs
+            mod, fn, start = syms.at(addr)
+            key = (mod, fn)
+            self.insns[key] = self.insns.get(key, 0) + n
+            self.modules[mod] = self.modules.get(mod, 0) + n
+            if addr == start:
+                self.calls[key] = self.calls.get(key, 0) + n
+        self.kernel = sum(self.modules.values())
+
+    @staticmethod
+    def dump(path):
+        counts = {}
+        with open(path) as f:
+            for line in f:
+                k, v = line.split()
+                counts["user" if k == "user" else int(k, 16)] = int(v)
+        return counts
+
+
+def load_counts(raw, provider, name):
+    d = os.path.join(raw, provider, "insn")
+    try:
+        with gzip.open(os.path.join(d, "kallsyms.gz"), "rt", errors="replace") as f:
+            syms = Symbols(f.read())
+        return Counts(d, name, syms)
+    except (OSError, ValueError):
+        return None
+
+
+def counted_points(raw, providers):
+    names = []
+    for p in providers:
+        try:
+            with open(os.path.join(raw, p, "insn", "insn.order")) as f:
+                for line in f:
+                    n = line.split()[0]
+                    if n not in names:
+                        names.append(n)
+        except OSError:
+            pass
+    return names
+
+
+def n(v):
+    """A count per message."""
+    return "-" if v is None else f"{v:,.0f}" if abs(v) >= 10 else f"{v:.1f}"
+
+
+def count_section(raw, name, providers):
+    cs = {p: load_counts(raw, p, name) for p in providers}
+    out = [f"## {name}: instructions and calls per message", ""]
+    good = [p for p in providers if cs[p]]
+    for p in providers:
+        if p not in good:
+            out += [f"{LABELS.get(p, p)}: no counts (see its insn/vm.log).", ""]
+    if not good:
+        return out
+    labels = [LABELS.get(p, p) for p in good]
+
+    def total(p, pred, attr="calls"):
+        return sum(v for k, v in getattr(cs[p], attr).items() if pred(k))
+
+    out += table("Per message (the difference of two runs, "
+                 f"{', '.join(f'{cs[p].msgs:,}' for p in good[:1])} messages apart):",
+                 [""] + labels, [
+                     ["kernel instructions"] + [n(cs[p].kernel) for p in good],
+                     ["user-space instructions"] + [n(cs[p].user) for p in good],
+                     ["kernel function calls"] + [n(total(p, lambda k: True)) for p in good],
+                     ["calls into rdmavt and rvt_loop"] + [
+                         n(total(p, lambda k: k[0] in OURS)) for p in good],
+                     ["calls of `rust_helper_*`"] + [
+                         n(total(p, lambda k: k[1].startswith("rust_helper_"))) for p in good],
+                 ])
+    mods = sorted({m for p in good for m in cs[p].modules},
+                  key=lambda m: -max(cs[p].modules.get(m, 0) for p in good))[:6]
+    out += table("Kernel instructions per message by module:", ["module"] + labels,
+                 [[m] + [n(cs[p].modules.get(m)) for p in good] for m in mods])
+    head = ["function", "module"] + [f"{lab} {what}" for lab in labels
+                                     for what in ("insns", "calls")]
+
+    def rows(keys):
+        return [[f"`{f}`", m] + [x for p in good for x in (
+            n(cs[p].insns.get((m, f))), n(cs[p].calls.get((m, f))))] for m, f in keys]
+
+    def busiest(attr, top, pred=lambda k: True):
+        keys = []
+        for p in good:
+            d = getattr(cs[p], attr)
+            for k in sorted((k for k in d if pred(k)), key=lambda k: -d[k])[:top]:
+                if k not in keys and d[k] >= 0.5:
+                    keys.append(k)
+        keys.sort(key=lambda k: -max(getattr(cs[p], attr).get(k, 0) for p in good))
+        return keys
+
+    out += table(f"The kernel functions that execute the most instructions (the {TOP} of "
+                 "each), per message, with their calls:", head, rows(busiest("insns", TOP)))
+    out += table(f"The most called kernel functions (the {TOP} of each), per message:", head,
+                 rows(busiest("calls", TOP)))
+    out += table("rdmavt's and rvt_loop's functions, per message (each called at least once "
+                 "every two messages):", head,
+                 rows(busiest("calls", 1000, lambda k: k[0] in OURS)))
+    return out
 
 
 def points(raw, providers):
@@ -249,10 +378,19 @@ def main():
         "Sender and receiver run in the same guest and rvt_loop copies in the sender's context, "
         "so the numbers are the whole loopback's cost of a message, both sides. The timer "
         "cannot interrupt code that runs with interrupts off: its samples land where they come "
-        "back on, and are given to the function whose section it was (\"(irqs off)\"). Call "
-        "counts are not measured: the benchmark kernel has no function tracer.", ""]
+        "back on, and are given to the function whose section it was (\"(irqs off)\").", "",
+        "Then one counting boot per provider, without perf: QEMU runs the plugin "
+        "`scripts/bench/insn-count.c`, which counts how often each kernel instruction executes "
+        "between two marks the guest sets around a run. Each point runs twice, with two "
+        "iteration counts (`-n`); the difference of the two runs, divided by the difference "
+        "of their messages, is the instructions and the calls (executions of a function's first "
+        "instruction) of one message, both sides, without the set-up both runs share. These see "
+        "inside interrupts-off sections, where the samples cannot; an instruction is not a "
+        "unit of time (a `rep movs` copy is one), but under TCG each costs about alike.", ""]
     for name in points(args.raw, args.providers):
         lines += section(args.raw, name, args.providers)
+    for name in counted_points(args.raw, args.providers):
+        lines += count_section(args.raw, name, args.providers)
     print("\n".join(lines))
 
 

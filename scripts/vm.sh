@@ -4,7 +4,7 @@
 # Boots the cached test kernel in QEMU (TCG) with virtme-ng and runs one command inside.
 #
 #   scripts/vm.sh [--rdmavt rs|c|none] [--timeout SECONDS] [--out DIR] [--network MODE]
-#                 [--console] -- CMD [ARGS...]
+#                 [--console] [--plugin SPEC] [--append ARGS] -- CMD [ARGS...]
 #
 # The guest sees the host's root read-only over 9p, so the repository, rdma-core's tools,
 # perftest and python3 are all there at their host paths. Before CMD runs, ib_core and
@@ -13,7 +13,10 @@
 # guest as $RDMAVT_RS_OUT. --network MODE gives the guest a NIC (vng's --network, without
 # DHCP: the command configures it). --console shows the guest kernel's console on standard
 # error, its warnings and worse (loglevel 5): a guest that panics leaves its last words there,
-# where the kernel log that CMD would have saved is lost with it. KDIR=DIR boots another kernel
+# where the kernel log that CMD would have saved is lost with it. --plugin SPEC loads a QEMU
+# TCG plugin (QEMU's -plugin SPEC: the library's path, then its NAME=VALUE arguments), as
+# `make profile` does to count instructions (scripts/bench/insn-count.c). --append ARGS adds
+# to the guest kernel's command line (the benchmark's tsc=reliable). KDIR=DIR boots another kernel
 # build, such as the benchmark kernel (scripts/kernel.sh --bench). The exit status is CMD's;
 # 124 means the guest hung past the timeout, 255 that it ended without CMD's status (a panic).
 set -euo pipefail
@@ -30,6 +33,8 @@ timeout=600
 out=
 network=
 console=
+plugin=
+append=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--rdmavt) rdmavt=$2; shift 2 ;;
@@ -37,8 +42,10 @@ while [ $# -gt 0 ]; do
 	--out) out=$2; shift 2 ;;
 	--network) network=$2; shift 2 ;;
 	--console) console=1; shift ;;
+	--plugin) plugin=$2; shift 2 ;;
+	--append) append=$2; shift 2 ;;
 	--) shift; break ;;
-	*) die "usage: vm.sh [--rdmavt rs|c|none] [--timeout S] [--out DIR] [--network M] [--console] -- CMD" ;;
+	*) die "usage: vm.sh [--rdmavt rs|c|none] [--timeout S] [--out DIR] [--network M] [--console] [--plugin SPEC] [--append ARGS] -- CMD" ;;
 	esac
 done
 [ $# -gt 0 ] || die "no command given"
@@ -80,8 +87,9 @@ done
 # under a 5-level kernel (KASAN's "wild-memory-access" in handle_edge_irq, tests/splat-known).
 vng_args=(--run "$kdir" --disable-kvm --disable-microvm --cpus 2 --memory 3G
 	--append="kmemleak=on kasan_multi_shot printk.devkmsg=on pty.legacy_count=0 no5lvl"
-	--qemu-opts="-device pci-testdev")
+	--qemu-opts="-device pci-testdev${plugin:+ -plugin $plugin}")
 [ -n "$out" ] && { mkdir -p "$out"; vng_args+=(--rwdir "$out"); }
+[ -n "$append" ] && vng_args+=(--append="$append")
 [ -n "$network" ] && vng_args+=(--network "$network" --no-dhcp)
 # vng's --verbose routes the console to standard error at loglevel 7; the later loglevel wins.
 [ -n "$console" ] && vng_args+=(--verbose --append="loglevel=5")

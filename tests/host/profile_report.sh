@@ -5,7 +5,9 @@
 # resolved through the guest's kallsyms (module symbols included), idle and user-space samples
 # counted apart, a sample taken where interrupts come back on given to the function whose
 # section it ended (through the lock wrappers), inclusive counts for rdmavt's and rvt_loop's
-# functions, and samples turned into CPU microseconds per message.
+# functions, and samples turned into CPU microseconds per message; and the counting boot's
+# instruction counts (scripts/bench/insn-count.c's dumps) turned into instructions and calls per
+# message, as the difference of a point's two runs.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/ktap.sh"
@@ -46,6 +48,18 @@ cat >"$d/send_bw_64.client" <<EOF
 EOF
 echo "ib_send_bw -s 64" >"$d/send_bw_64.cmd"
 
+# The counting boot: two runs of send_bw_64, 1000 and 3000 messages. rvt_ruc_loopback's first
+# instruction runs once a message and its second twice; memcpy runs as often in both runs (the
+# set-up they share), so not at all per message.
+c=$tmp/raw/rs/insn
+mkdir -p "$c"
+cp "$d/kallsyms.gz" "$c/"
+printf 'send_bw_64 1000\nsend_bw_64 3000\n' >"$c/insn.order"
+printf 'user 1000\nffffffffa0000000 1000\nffffffffa0000004 2000\nffffffff81003000 500\n' \
+	>"$c/insn.1"
+printf 'user 5000\nffffffffa0000000 3000\nffffffffa0000004 6000\nffffffff81003000 500\n' \
+	>"$c/insn.2"
+
 "$python" "$report" "$tmp/raw" rs >"$tmp/out" 2>"$tmp/err"
 rc=$?
 # value ROW: the rs cell of the table row that starts with ROW.
@@ -53,7 +67,7 @@ value() { grep -F "| $1 |" "$tmp/out" | head -1 | awk -F' \\| ' '{ print $NF }' 
 is() { [ "$1" = "$2" ] || { echo "got '$1', expected '$2'"; return 1; }; }
 
 ktap_header
-ktap_plan 7
+ktap_plan 10
 ktap_check "the report runs" is "$rc" 0
 ktap_check "messages per second from perftest's bandwidth" is "$(value "messages per second")" \
 	"100,000"
@@ -69,5 +83,11 @@ ktap_check "a leaf's samples are its own (module symbols resolved)" \
 ktap_check "inclusive: every sample with the function in its chain" \
 	bash -c "grep -qF '| \`rvt_ruc_loopback\` | rdmavt | 12.0 |' '$tmp/out' &&
 		grep -qF '| \`rvt_loop_do_send\` | rvt_loop | 6.0 |' '$tmp/out'"
+ktap_check "counted: kernel instructions per message, the runs' difference over their messages" \
+	is "$(value "kernel instructions")" "3.0"
+ktap_check "counted: user-space instructions per message" \
+	is "$(value "user-space instructions")" "2.0"
+ktap_check "counted: a function's instructions and calls (its first instruction) per message" \
+	grep -qF '| `rvt_ruc_loopback` | rdmavt | 3.0 | 1.0 |' "$tmp/out"
 [ "$KTAP_FAIL" = 0 ] || { ktap_msg "report:"; sed 's/^/# /' "$tmp/out" "$tmp/err"; }
 ktap_finish
