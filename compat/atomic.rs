@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-only
 
-//! `kernel::sync::atomic` for 6.12: the subset rdmavt-rs uses, with 7.3's names, signatures and
-//! orderings, over `core::sync::atomic`.
+//! The atomics rdmavt-rs uses, on both kernel lines: the subset of 7.3's
+//! `kernel::sync::atomic` it needs, with 7.3's names, signatures and orderings, over
+//! `core::sync::atomic`.
 //!
-//! 7.3's atomics call the kernel's C atomics so that Rust follows the LKMM; on x86-64, the one
-//! architecture hfi1 and qib exist on, the C atomics and `core`'s compile to the same
-//! instructions (plain loads and stores, `lock`-prefixed read-modify-writes), and the orderings
-//! map one to one: `Relaxed` and `Acquire`/`Release` as named, `Full` as `SeqCst`.
+//! 7.3's own atomics call the kernel's C atomics so that Rust follows the LKMM, each through an
+//! out-of-line `rust_helper_*` function wherever the kernel cannot inline its helpers into Rust
+//! (`CONFIG_RUST_INLINE_HELPERS` needs clang and rustc on one LLVM; gcc-built kernels never
+//! can): `make profile` counted six such calls per 64-byte send for the acquire loads of the
+//! queue indices alone, where C has a `mov`. On x86-64, the one architecture hfi1 and qib exist
+//! on, the C atomics and `core`'s compile to the same instructions (plain loads and stores,
+//! `lock`-prefixed read-modify-writes), inline, and the orderings map one to one: `Relaxed` and
+//! `Acquire`/`Release` as named, `Full` as `SeqCst`. 6.12's kernel crate has no atomics at all.
 
 use core::{
     cell::UnsafeCell,

@@ -3,7 +3,7 @@
 //! What differs between the kernel crates of the kernel lines rdmavt-rs builds for.
 //!
 //! rdmavt-rs is written against the 7.3 kernel crate. The 6.12 LTS line's kernel crate is older:
-//! it has no `sync::atomic`, `sync::barrier`, `sync::rcu` or `sync::aref`, no
+//! it has no `sync::barrier`, `sync::rcu` or `sync::aref`, no
 //! `Lock::from_raw` and no interrupt-disabling spinlock backend, no `warn_on!`, no NUMA node
 //! for its allocators, no tracepoint support and no `pin_init` crate. Kbuild derives the line
 //! from the kernel it builds against and sets `--cfg rdmavt_kernel_6_12` for 6.x (see Kbuild);
@@ -21,6 +21,10 @@ mod imp;
 
 #[allow(unused_imports)]
 pub(crate) use imp::*;
+
+// The atomics, inline on both lines (see there why not 7.3's `kernel::sync::atomic`).
+#[allow(dead_code, unused_imports)]
+pub(crate) mod atomic;
 
 // The interrupt-saving spinlock operations under both lines' `lock::SpinLockIrqBackend`.
 #[allow(dead_code)]

@@ -4,9 +4,18 @@
 
 pub(crate) use kernel::{
     prelude::fmt,
-    sync::{aref, atomic, barrier, global_lock, rcu, LockClassKey},
+    sync::{aref, global_lock, rcu, LockClassKey},
     warn_on,
 };
+
+/// `kernel::sync::barrier`'s `smp_mb()`, ordered by the [`crate::compat::atomic`] `Full`.
+pub(crate) mod barrier {
+    /// `smp_mb()`: the kernel's full barrier.
+    #[inline(always)]
+    pub(crate) fn smp_mb(_: crate::compat::atomic::Full) {
+        kernel::sync::barrier::smp_mb(kernel::sync::barrier::Full);
+    }
+}
 
 /// The kernel crate's locks and its spinlock backend, and an interrupt-saving one.
 pub(crate) mod lock {
@@ -25,9 +34,19 @@ pub(crate) mod lock {
     unsafe impl Backend for SpinLockIrqBackend {
         irqsave::irqsave_backend!();
 
+        /// Lockdep's check, which the kernel crate makes on every guard it creates, so on
+        /// every lock taken: C's `lockdep_assert_held()`, nothing without lockdep. The plain
+        /// backend's is an out-of-line helper call even then, one per lock, so it is made only
+        /// where lockdep is.
+        #[inline(always)]
         unsafe fn assert_is_held(ptr: *mut Self::State) {
+            #[cfg(CONFIG_LOCKDEP)]
             // SAFETY: the caller's guarantee: an initialised lock.
-            unsafe { SpinLockBackend::assert_is_held(ptr) }
+            unsafe {
+                SpinLockBackend::assert_is_held(ptr)
+            }
+            #[cfg(not(CONFIG_LOCKDEP))]
+            let _ = ptr;
         }
     }
 

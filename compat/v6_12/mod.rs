@@ -3,7 +3,6 @@
 //! The 6.12 kernel crate, completed: 7.3's API for what 6.12 lacks, and 6.12's own items where
 //! only their path changed.
 
-pub(crate) mod atomic;
 mod global_lock;
 #[cfg(rdmavt_kunit)]
 pub(crate) mod kunit;
@@ -51,7 +50,7 @@ pub(crate) mod time {
 
 /// `kernel::sync::barrier` for 6.12.
 pub(crate) mod barrier {
-    use super::atomic::Full;
+    use crate::compat::atomic::Full;
 
     /// `smp_mb()`: a full memory barrier (on x86-64, as `mfence` or a locked operation).
     #[inline(always)]
