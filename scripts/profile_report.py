@@ -245,7 +245,8 @@ def count_section(raw, name, providers):
                  f"{', '.join(f'{cs[p].msgs:,}' for p in good[:1])} messages apart):",
                  [""] + labels, [
                      ["kernel instructions"] + [n(cs[p].kernel) for p in good],
-                     ["user-space instructions"] + [n(cs[p].user) for p in good],
+                     ["user-space instructions (perftest polls: time, not cost)"] + [
+                         n(cs[p].user) for p in good],
                      ["kernel function calls"] + [n(total(p, lambda k: True)) for p in good],
                      ["calls into rdmavt and rvt_loop"] + [
                          n(total(p, lambda k: k[0] in OURS)) for p in good],
