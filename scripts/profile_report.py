@@ -222,6 +222,14 @@ def counted_points(raw, providers):
     return names
 
 
+def present(providers, data, why):
+    """The providers that have DATA, their labels, and a line saying WHY for each other."""
+    good = [p for p in providers if data[p]]
+    missing = [line for p in providers if p not in good
+               for line in (f"{LABELS.get(p, p)}: {why}", "")]
+    return good, [LABELS.get(p, p) for p in good], missing
+
+
 def n(v):
     """A count per message."""
     return "-" if v is None else f"{v:,.0f}" if abs(v) >= 10 else f"{v:.1f}"
@@ -229,14 +237,10 @@ def n(v):
 
 def count_section(raw, name, providers):
     cs = {p: load_counts(raw, p, name) for p in providers}
-    out = [f"## {name}: instructions and calls per message", ""]
-    good = [p for p in providers if cs[p]]
-    for p in providers:
-        if p not in good:
-            out += [f"{LABELS.get(p, p)}: no counts (see its insn/vm.log).", ""]
+    good, labels, missing = present(providers, cs, "no counts (see its insn/vm.log).")
+    out = [f"## {name}: instructions and calls per message", ""] + missing
     if not good:
         return out
-    labels = [LABELS.get(p, p) for p in good]
 
     def total(p, pred, attr="calls"):
         return sum(v for k, v in getattr(cs[p], attr).items() if pred(k))
@@ -325,14 +329,12 @@ def section(raw, name, providers):
     profs = {p: load(raw, p, name) for p in providers}
     cmd = next((c for c in (bench_report.read(os.path.join(raw, p, "1", name + ".cmd"))
                             for p in providers) if c), "")
-    out = [f"## {name}", "", f"`{cmd.strip()}`", ""]
-    good = [p for p in providers if profs[p] and profs[p].usable]
-    for p in providers:
-        if p not in good:
-            out += [f"{LABELS.get(p, p)}: no usable profile (see its {name}.perf.log).", ""]
+    usable = {p: profs[p] if profs[p] and profs[p].usable else None for p in providers}
+    good, labels, missing = present(providers, usable,
+                                    f"no usable profile (see its {name}.perf.log).")
+    out = [f"## {name}", "", f"`{cmd.strip()}`", ""] + missing
     if not good:
         return out
-    labels = [LABELS.get(p, p) for p in good]
     kern = {p: profs[p].samples - profs[p].idle - profs[p].user for p in good}
     out += table("Per message, CPU microseconds (both vCPUs):", [""] + labels, [
         ["messages per second"] + [f"{profs[p].rate:,.0f}" for p in good],
