@@ -245,8 +245,8 @@ def count_section(raw, name, providers):
     def total(p, pred, attr="calls"):
         return sum(v for k, v in getattr(cs[p], attr).items() if pred(k))
 
-    out += table("Per message (the difference of two runs, "
-                 f"{', '.join(f'{cs[p].msgs:,}' for p in good[:1])} messages apart):",
+    out += table(f"Per message (the difference of two runs, {cs[good[0]].msgs:,} messages "
+                 "apart):",
                  [""] + labels, [
                      ["kernel instructions"] + [n(cs[p].kernel) for p in good],
                      ["user-space instructions (perftest polls: time, not cost)"] + [
@@ -269,14 +269,7 @@ def count_section(raw, name, providers):
             n(cs[p].insns.get((m, f))), n(cs[p].calls.get((m, f))))] for m, f in keys]
 
     def busiest(attr, top, pred=lambda k: True):
-        keys = []
-        for p in good:
-            d = getattr(cs[p], attr)
-            for k in sorted((k for k in d if pred(k)), key=lambda k: -d[k])[:top]:
-                if k not in keys and d[k] >= 0.5:
-                    keys.append(k)
-        keys.sort(key=lambda k: -max(getattr(cs[p], attr).get(k, 0) for p in good))
-        return keys
+        return ranked(cs, good, attr, top, pred, least=0.5)
 
     out += table(f"The kernel functions that execute the most instructions (the {TOP} of "
                  "each), per message, with their calls:", head, rows(busiest("insns", TOP)))
@@ -307,14 +300,14 @@ def table(title, head, rows):
         ["| " + " | ".join(r) + " |" for r in rows] + [""]
 
 
-def ranked(profs, good, attr, top):
+def ranked(profs, good, attr, top, pred=lambda k: True, least=None):
     """The keys of ATTR (a dict of each profile) among the TOP of any provider, busiest
-    first."""
+    first; only those PRED accepts, and with LEAST, only those at least that big."""
     keys = []
     for p in good:
         d = getattr(profs[p], attr)
-        for k in sorted(d, key=lambda k: -d[k])[:top]:
-            if k not in keys:
+        for k in sorted((k for k in d if pred(k)), key=lambda k: -d[k])[:top]:
+            if k not in keys and (least is None or d[k] >= least):
                 keys.append(k)
     keys.sort(key=lambda k: -max(getattr(profs[p], attr).get(k, 0) for p in good))
     return keys
@@ -387,7 +380,8 @@ def main():
         "between two marks the guest sets around a run. Each point runs twice, with two "
         "iteration counts (`-n`); the difference of the two runs, divided by the difference "
         "of their messages, is the instructions and the calls (executions of a function's first "
-        "instruction) of one message, both sides, without the set-up both runs share. These see "
+        "instruction) of one message, both sides, without the set-up both runs share (an "
+        "uncounted run before them warms the caches). These see "
         "inside interrupts-off sections, where the samples cannot; an instruction is not a "
         "unit of time (a `rep movs` copy is one), but under TCG each costs about alike.", ""]
     for name in points(args.raw, args.providers):
