@@ -46,6 +46,10 @@ lat_iters=$3
 only=${4:-all}
 profile=${5:-0}
 PROFILE_HZ=999
+# sampling: perf records each point (PROFILE=N); marks: count() has the plugin count this run.
+sampling=
+[ "$profile" = 0 ] || [ "$profile" = insn ] || sampling=1
+marks=
 INSN_ITERS=(10000 50000)
 insn_mark=$RDMAVT_RS_REPO/scripts/bench/insn-mark
 out=$RDMAVT_RS_OUT
@@ -94,13 +98,13 @@ bench() {
 	while kill -0 "$spid" 2>/dev/null && ! traffic_listening "$port"; do
 		sleep 0.2
 	done
-	[ "$profile" = 0 ] || [ "$profile" = insn ] || record "$name" &
-	[ "$profile" != insn ] || "$insn_mark" start
+	[ -z "$sampling" ] || record "$name" &
+	[ -z "$marks" ] || "$insn_mark" start
 	timeout "$TRAFFIC_TIMEOUT" "${cmd[@]}" -p "$port" "$server" >"$out/$name.client" 2>&1 ||
 		crc=$?
 	wait "$spid" || src=$?
-	[ "$profile" != insn ] || "$insn_mark" stop
-	[ "$profile" = 0 ] || [ "$profile" = insn ] || { wait; report "$name"; }
+	[ -z "$marks" ] || "$insn_mark" stop
+	[ -z "$sampling" ] || { wait; report "$name"; }
 	if [ "$src" = 0 ] && [ "$crc" = 0 ]; then
 		echo "$name ok" >>"$out/status"
 	else
@@ -134,24 +138,22 @@ report() {
 selected() { [ "$only" = all ] || [[ " $only " == *" ${1%.*} "* ]]; }
 
 # bw NAME PROGRAM [ARGS...]: a bandwidth point, duration-based.
-bw() {
-	local name=$1
-	shift
-	if [ "$profile" = insn ]; then
-		count "$name" "$@"
-	else
-		bench "$name" "$@" -D "$duration" -f 1
-	fi
-}
+bw() { point "$1" "${@:2}" -- -D "$duration" -f 1; }
 
 # lat NAME PROGRAM [ARGS...]: a latency point, iteration-based.
-lat() {
-	local name=$1
+lat() { point "$1" "${@:2}" -- -n "$lat_iters"; }
+
+# point NAME PROGRAM [ARGS...] -- HOW...: a point, measured with HOW (its length); in the
+# counting boot, counted instead.
+point() {
+	local name=$1 args=()
+	shift
+	while [ "$1" != -- ]; do args+=("$1"); shift; done
 	shift
 	if [ "$profile" = insn ]; then
-		count "$name" "$@"
+		count "$name" "${args[@]}"
 	else
-		bench "$name" "$@" -n "$lat_iters"
+		bench "$name" "${args[@]}" "$@"
 	fi
 }
 
@@ -163,14 +165,13 @@ count() {
 	local name=$1 n
 	shift
 	selected "$name" || return 0
-	local mode=$profile
-	profile=0
 	bench "$name.warm" "$@" -n "${INSN_ITERS[0]}"
-	profile=$mode
+	marks=1
 	for n in "${INSN_ITERS[@]}"; do
 		bench "$name.$n" "$@" -n "$n"
 		echo "$name $n" >>"$out/insn.order"
 	done
+	marks=
 }
 
 # unsupported NAME REASON: a point this device cannot run; reported as n/a, not as a failure.

@@ -154,32 +154,34 @@ run_boot() {
 	[ "$round" != insn ] || { mode=insn; plugin=(--plugin "$(insn_plugin "$dir")"); }
 	echo "$p $round" >>"$results/raw/order"
 	log "bench: $p, round $round ($(date -u +%H:%M:%S))"
-	KDIR=$kdir bash "$tree/scripts/vm.sh" --rdmavt "$rdmavt" --timeout "$boot_timeout" "${net[@]}" \
-		"${plugin[@]}" --append tsc=reliable --out "$dir" -- "$tree/scripts/bench-guest.sh" "$p" "$duration" \
-		"$lat_iters" "$only" "$mode" >"$dir/vm.log" 2>&1
+	KDIR=$kdir bash "$tree/scripts/vm.sh" --rdmavt "$rdmavt" --timeout "$boot_timeout" \
+		"${net[@]}" "${plugin[@]}" --append tsc=reliable --out "$dir" -- \
+		"$tree/scripts/bench-guest.sh" "$p" "$duration" "$lat_iters" "$only" "$mode" \
+		>"$dir/vm.log" 2>&1
 }
 
 # insn_plugin DIR: QEMU's -plugin argument for a counting boot writing to DIR/insn.N.
 insn_plugin() {
-	local b=$build/scripts/bench start stop
-	start=$(nm "$b/insn-mark" | awk '$3 == "mark_start" { print "0x" $1 }')
-	stop=$(nm "$b/insn-mark" | awk '$3 == "mark_stop" { print "0x" $1 }')
-	echo "$b/insn-count.so,out=$1/insn,start=$start,stop=$stop"
+	local b=$build/scripts/bench
+	nm "$b/insn-mark" | awk -v so="$b/insn-count.so,out=$1/insn" '
+		$3 == "mark_start" { start = $1 }
+		$3 == "mark_stop" { stop = $1 }
+		END { print so ",start=0x" start ",stop=0x" stop }'
 }
 
 # The boots in their order: the rdmavts (rs, rs-notrace, c) alternating round by round, then
 # rxe and siw.
 boot_plan() {
-	local r p
-	[ "$profile" != insn ] || rounds=0 ref_rounds=0
-	for ((r = 1; r <= rounds; r++)); do
+	local r p n=$rounds m=$ref_rounds
+	[ "$profile" != insn ] || n=0 m=0
+	for ((r = 1; r <= n; r++)); do
 		for p in "${providers[@]}"; do
 			case "$p" in rs|rs-notrace|c) echo "$p $r" ;; esac
 		done
 	done
 	for p in "${providers[@]}"; do
 		case "$p" in rs|rs-notrace|c) continue ;; esac
-		for ((r = 1; r <= ref_rounds; r++)); do
+		for ((r = 1; r <= m; r++)); do
 			echo "$p $r"
 		done
 	done
