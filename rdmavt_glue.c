@@ -288,22 +288,6 @@ void rdmavt_rs_rvt_put_qp(struct rvt_qp *qp)
 	rvt_put_qp(qp);
 }
 
-/* The QPN bitmap's atomic bit operations (qp/qpn.rs), shared with drivers' own allocators. */
-void rdmavt_rs_set_bit(unsigned long nr, unsigned long *addr)
-{
-	set_bit(nr, addr);
-}
-
-int rdmavt_rs_test_and_set_bit(unsigned long nr, unsigned long *addr)
-{
-	return test_and_set_bit(nr, addr);
-}
-
-void rdmavt_rs_clear_bit(unsigned long nr, unsigned long *addr)
-{
-	clear_bit(nr, addr);
-}
-
 void *rdmavt_rs_kzalloc_node(size_t size, int node)
 {
 	return kzalloc_node(size, GFP_KERNEL, node);
@@ -322,11 +306,6 @@ void rdmavt_rs_init_qp_waits(struct rvt_qp *qp)
 void rdmavt_rs_wait_qp_unused(struct rvt_qp *qp)
 {
 	wait_event(qp->wait, !atomic_read(&qp->refcount));
-}
-
-int rdmavt_rs_test_and_clear_bit(unsigned long nr, unsigned long *addr)
-{
-	return test_and_clear_bit(nr, addr);
 }
 
 bool rdmavt_rs_rdma_cap_opa_ah(struct ib_device *device, u32 port_num)
@@ -348,11 +327,6 @@ void rdmavt_rs_rvt_put_ss(struct rvt_sge_state *ss)
 void rdmavt_rs_rvt_put_mr(struct rvt_mregion *mr)
 {
 	rvt_put_mr(mr);
-}
-
-void rdmavt_rs_rvt_put_qp_swqe(struct rvt_qp *qp, struct rvt_swqe *wqe)
-{
-	rvt_put_qp_swqe(qp, wqe);
 }
 
 /* qp/timers.rs: timer set-up and arming are macros or static inlines. */
@@ -427,15 +401,7 @@ void rdmavt_rs_cond_resched(void)
 #endif /* CONFIG_KUNIT */
 
 /* Loopback (loopback/): the static inline look-ups of the delivery path. */
-struct rvt_qp *rdmavt_rs_rvt_lookup_qpn(struct rvt_dev_info *rdi, struct rvt_ibport *rvp, u32 qpn)
-{
-	return rvt_lookup_qpn(rdi, rvp, qpn);
-}
 
-u32 rdmavt_rs_rdma_ah_get_dlid(const struct rdma_ah_attr *attr)
-{
-	return rdma_ah_get_dlid(attr);
-}
 
 /*
  * Multicast (mcast/): the rb-tree, RCU list and wait queue helpers that are static inlines

@@ -87,21 +87,15 @@ void *rdmavt_rs_sg_page_iter_address(struct sg_page_iter *iter);
 struct rvt_qp;
 void rdmavt_rs_rvt_get_qp(struct rvt_qp *qp);
 void rdmavt_rs_rvt_put_qp(struct rvt_qp *qp);
-void rdmavt_rs_set_bit(unsigned long nr, unsigned long *addr);
-int rdmavt_rs_test_and_set_bit(unsigned long nr, unsigned long *addr);
-void rdmavt_rs_clear_bit(unsigned long nr, unsigned long *addr);
 void *rdmavt_rs_kzalloc_node(size_t size, int node);
 void rdmavt_rs_init_qp_waits(struct rvt_qp *qp);
 void rdmavt_rs_wait_qp_unused(struct rvt_qp *qp);
-int rdmavt_rs_test_and_clear_bit(unsigned long nr, unsigned long *addr);
 bool rdmavt_rs_rdma_cap_opa_ah(struct ib_device *device, u32 port_num);
 u32 rdmavt_rs_opa_mcast_base(void);
 struct rvt_sge_state;
 struct rvt_mregion;
-struct rvt_swqe;
 void rdmavt_rs_rvt_put_ss(struct rvt_sge_state *ss);
 void rdmavt_rs_rvt_put_mr(struct rvt_mregion *mr);
-void rdmavt_rs_rvt_put_qp_swqe(struct rvt_qp *qp, struct rvt_swqe *wqe);
 
 /* Receive queues and SRQs (krwq/, srq/). */
 int rdmavt_rs_ib_copy_from_udata(void *dest, struct ib_udata *udata, size_t len);
@@ -114,13 +108,6 @@ __noreturn void rdmavt_rs_kthread_complete_and_exit(struct completion *done);
 void rdmavt_rs_wait_for_completion(struct completion *done);
 void rdmavt_rs_cond_resched(void);
 #endif
-
-/* Loopback (loopback/): rvt_lookup_qpn() (RCU read lock held) and rdma_ah_get_dlid(). */
-struct rvt_dev_info;
-struct rvt_ibport;
-struct rdma_ah_attr;
-struct rvt_qp *rdmavt_rs_rvt_lookup_qpn(struct rvt_dev_info *rdi, struct rvt_ibport *rvp, u32 qpn);
-u32 rdmavt_rs_rdma_ah_get_dlid(const struct rdma_ah_attr *attr);
 
 /*
  * Multicast (mcast/): rb-tree linking, RCU list updates and the group's wait queue.

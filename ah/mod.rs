@@ -17,6 +17,21 @@ fn ah_count(dev: &Device) -> Guarded<'_, c_int, SpinLockIrqBackend> {
     unsafe { Guarded::lock(&raw mut (*rdi).n_ahs_lock, &raw mut (*rdi).n_ahs_allocated) }
 }
 
+/// `rdma_ah_get_dlid()`: the destination LID of an IB or OPA address, 0 for any other
+/// type.
+pub(crate) fn dlid(ah: &bindings::rdma_ah_attr) -> u32 {
+    // SAFETY: the union member read is the one `type_` says is in use.
+    unsafe {
+        match ah.type_ {
+            bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_IB => {
+                u32::from(ah.__bindgen_anon_1.ib.dlid)
+            }
+            bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_OPA => ah.__bindgen_anon_1.opa.dlid,
+            _ => 0,
+        }
+    }
+}
+
 /// Validates address handle attributes: a port that exists and answers `query_port`, a
 /// static rate ib_core knows, a GID index within the port's table, then the driver's check.
 pub(crate) fn check(ibdev: *mut bindings::ib_device, attr: &mut bindings::rdma_ah_attr) -> Result {

@@ -324,3 +324,73 @@ impl AtomicFlag {
         self.0.xchg(b, o)
     }
 }
+
+/// The kernel's atomic bit operations on a bitmap of `unsigned long`s (linux/bitops.h), which
+/// C inlines and bindgen cannot call: on x86-64 both are one `lock`-prefixed instruction on the
+/// word that holds the bit, so C's callers of the same bitmap (drivers' own QPN allocators,
+/// `r_aflags` in hfi1) and these see each other's updates atomically.
+pub(crate) mod bitops {
+    use core::sync::atomic::{AtomicUsize, Ordering};
+
+    /// The word of the bitmap at `addr` that holds bit `nr`, and the bit's mask in it.
+    ///
+    /// # Safety
+    ///
+    /// The bitmap at `addr` is valid, aligned and holds bit `nr`; every concurrent access to
+    /// its words is atomic.
+    #[inline(always)]
+    unsafe fn word<'a>(nr: usize, addr: *mut usize) -> (&'a AtomicUsize, usize) {
+        // SAFETY: the caller's guarantee: the word is within the bitmap, and accessed only
+        // atomically.
+        let w = unsafe { AtomicUsize::from_ptr(addr.add(nr / usize::BITS as usize)) };
+        (w, 1 << (nr % usize::BITS as usize))
+    }
+
+    /// `set_bit()`: sets bit `nr`, atomically, with no ordering promised (as C's).
+    ///
+    /// # Safety
+    ///
+    /// As [`word`].
+    #[inline(always)]
+    pub(crate) unsafe fn set_bit(nr: usize, addr: *mut usize) {
+        // SAFETY: the caller's guarantee.
+        let (w, mask) = unsafe { word(nr, addr) };
+        w.fetch_or(mask, Ordering::Relaxed);
+    }
+
+    /// `clear_bit()`: clears bit `nr`, atomically, with no ordering promised (as C's).
+    ///
+    /// # Safety
+    ///
+    /// As [`word`].
+    #[inline(always)]
+    pub(crate) unsafe fn clear_bit(nr: usize, addr: *mut usize) {
+        // SAFETY: the caller's guarantee.
+        let (w, mask) = unsafe { word(nr, addr) };
+        w.fetch_and(!mask, Ordering::Relaxed);
+    }
+
+    /// `test_and_set_bit()`: sets bit `nr` and says whether it was set; fully ordered.
+    ///
+    /// # Safety
+    ///
+    /// As [`word`].
+    #[inline(always)]
+    pub(crate) unsafe fn test_and_set_bit(nr: usize, addr: *mut usize) -> bool {
+        // SAFETY: the caller's guarantee.
+        let (w, mask) = unsafe { word(nr, addr) };
+        w.fetch_or(mask, Ordering::SeqCst) & mask != 0
+    }
+
+    /// `test_and_clear_bit()`: clears bit `nr` and says whether it was set; fully ordered.
+    ///
+    /// # Safety
+    ///
+    /// As [`word`].
+    #[inline(always)]
+    pub(crate) unsafe fn test_and_clear_bit(nr: usize, addr: *mut usize) -> bool {
+        // SAFETY: the caller's guarantee.
+        let (w, mask) = unsafe { word(nr, addr) };
+        w.fetch_and(!mask, Ordering::SeqCst) & mask != 0
+    }
+}

@@ -72,11 +72,8 @@ impl Wc {
     /// Where a receive completion's message came from: the sender's QPN, its LID (16 bits
     /// of the address vector's DLID) and service level, on port 1.
     pub(crate) fn source(mut self, src_qp: u32, ah: &bindings::rdma_ah_attr) -> Self {
-        let av = core::ptr::from_ref(ah).cast_mut();
-        // SAFETY: a valid address vector; the helper only reads it.
-        let dlid = unsafe { bindings::rdmavt_rs_rdma_ah_get_dlid(av) };
         self.0.src_qp = src_qp;
-        self.0.slid = dlid & 0xffff;
+        self.0.slid = crate::ah::dlid(ah) & 0xffff;
         self.0.sl = ah.sl;
         self.0.port_num = 1;
         self

@@ -91,20 +91,6 @@ masked! {
     max_rd_atomic: ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC -> u8 = |a| a.max_rd_atomic;
 }
 
-/// `rdma_ah_get_dlid()`.
-fn dlid(ah: &bindings::rdma_ah_attr) -> u32 {
-    // SAFETY: the union member read is the one `type_` says is in use.
-    unsafe {
-        match ah.type_ {
-            bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_IB => {
-                u32::from(ah.__bindgen_anon_1.ib.dlid)
-            }
-            bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_OPA => ah.__bindgen_anon_1.opa.dlid,
-            _ => 0,
-        }
-    }
-}
-
 impl<'a> ModifyAttr<'a> {
     /// # Safety
     ///
@@ -160,7 +146,7 @@ impl<'a> ModifyAttr<'a> {
             IB_MULTICAST_LID_BASE
         };
         let check_ah = |ah: &mut bindings::rdma_ah_attr| -> Result {
-            if dlid(ah) >= dlid_limit {
+            if crate::ah::dlid(ah) >= dlid_limit {
                 return Err(EINVAL);
             }
             crate::ah::check(dev.ibdev(), ah).map_err(|_| EINVAL)

@@ -32,7 +32,7 @@ use core::ptr;
 use kernel::ffi::{c_int, c_ulong, c_void};
 
 use crate::compat::{
-    atomic::{Acquire, Atomic, Full, Relaxed, Release},
+    atomic::{bitops, Acquire, Atomic, Full, Relaxed, Release},
     barrier::smp_mb,
 };
 
@@ -515,23 +515,22 @@ impl Qp {
 
     /// Sets `bit` (`RVT_R_*`) of `r_aflags`, atomically: C's `set_bit()`, no lock.
     pub(crate) fn set_r_aflag(&self, bit: u32) {
-        // CAST: a bit number.
-        let bit = bit as usize;
-        // SAFETY: `r_aflags` of a live QP, changed only by atomic bit operations.
-        unsafe { bindings::rdmavt_rs_set_bit(bit, (&raw mut (*self.as_raw()).r_aflags).cast()) };
+        // SAFETY: `r_aflags` of a live QP, an `unsigned long` changed only by atomic bit
+        // operations; `bit` is one of its bits. CAST: a bit number.
+        unsafe { bitops::set_bit(bit as usize, self.r_aflags()) };
     }
 
     /// Clears `bit` (`RVT_R_*`) of `r_aflags` atomically and says whether it was set: C's
     /// `test_and_clear_bit()`, no lock.
     pub(crate) fn test_and_clear_r_aflag(&self, bit: u32) -> bool {
-        // SAFETY: as in `set_r_aflag`.
-        unsafe {
-            bindings::rdmavt_rs_test_and_clear_bit(
-                // CAST: a bit number.
-                bit as c_ulong,
-                (&raw mut (*self.as_raw()).r_aflags).cast(),
-            ) != 0
-        }
+        // SAFETY: as in `set_r_aflag`. CAST: a bit number.
+        unsafe { bitops::test_and_clear_bit(bit as usize, self.r_aflags()) }
+    }
+
+    /// The address of `r_aflags`, as the bit operations take it.
+    fn r_aflags(&self) -> *mut usize {
+        // SAFETY: only a field address of the live QP; an `unsigned long` is a `usize`.
+        unsafe { (&raw mut (*self.as_raw()).r_aflags).cast() }
     }
 
     /// `s_reserved_used`: the reserved send slots in use, read atomically.

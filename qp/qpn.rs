@@ -13,7 +13,7 @@ use kernel::{alloc::flags::__GFP_ZERO, ffi::c_ulong, page::PAGE_SIZE, prelude::*
 
 use crate::compat::{
     aref::ARef,
-    atomic::{atomic_load, atomic_store, Relaxed, Release},
+    atomic::{atomic_load, atomic_store, bitops, Acquire, Relaxed, Release},
     lock::{Guard, SpinLockBackend, SpinLockIrqBackend},
     rcu,
 };
@@ -198,7 +198,7 @@ unsafe fn init_qpn_table(dev: &Device, qpt: *mut bindings::rvt_qpn_table) -> Res
         // SAFETY: the caller owns `qpt`.
         let page = unsafe { map_page(qpt, qpn / BITS_PER_PAGE) }.ok_or(ENOMEM)?;
         // SAFETY: `page` is a live bitmap page of `BITS_PER_PAGE` bits.
-        unsafe { bindings::rdmavt_rs_set_bit((qpn & BITS_PER_PAGE_MASK) as c_ulong, page) };
+        unsafe { bitops::set_bit((qpn & BITS_PER_PAGE_MASK) as usize, page.cast()) };
     }
     // C counts the pages below the reserved range, then one more for each page the range
     // fills to its end: the scan in `alloc_qpn` starts beyond them.
@@ -372,7 +372,7 @@ unsafe fn scan(qpt: *mut bindings::rvt_qpn_table, max_qpn: u32) -> Option<u32> {
         let page = unsafe { map_page(qpt, map) }?;
         loop {
             // SAFETY: `offset < BITS_PER_PAGE` here: a bit of the page.
-            if unsafe { bindings::rdmavt_rs_test_and_set_bit(offset as c_ulong, page) } == 0 {
+            if !unsafe { bitops::test_and_set_bit(offset as usize, page.cast()) } {
                 // SAFETY: see above.
                 unsafe { (*qpt).last = qpn };
                 return Some(qpn);
@@ -421,9 +421,7 @@ pub(super) fn free_qpn(dev: &Device, qpn: u32) {
     let page = unsafe { atomic_load(&raw mut (*qpt).map[index].page, Relaxed) };
     if !page.is_null() {
         // SAFETY: a live bitmap page, and the bit is inside it.
-        unsafe {
-            bindings::rdmavt_rs_clear_bit((qpn & BITS_PER_PAGE_MASK) as c_ulong, page.cast())
-        };
+        unsafe { bitops::clear_bit((qpn & BITS_PER_PAGE_MASK) as usize, page.cast()) };
     }
 }
 
@@ -548,9 +546,23 @@ pub(crate) fn lookup<'a>(
     qpn: u32,
     _rcu: &'a rcu::Guard,
 ) -> Option<&'a Qp> {
-    // SAFETY: the RCU read lock is held; the device and port are live.
-    let qp = unsafe { bindings::rdmavt_rs_rvt_lookup_qpn(dev.as_raw(), port.as_raw(), qpn) };
-    // SAFETY: a QP in the device's table is live and initialised, and is freed only after an
-    // RCU grace period once removed; the reference lives no longer than the read lock.
-    (!qp.is_null()).then(|| unsafe { Qp::from_raw(qp) })
+    let special = port.special_qp_slot(qpn);
+    // The port's slot for QP 0 or 1, or the chain of the hash table's bucket.
+    let mut link = special.unwrap_or_else(|| QpDev::of(dev).bucket(qpn));
+    loop {
+        // SAFETY: a slot of the port, a bucket of the table or `next` of a QP on the chain:
+        // each written under `qpt_lock` with Release (`Qp::insert`, `unlink`), read under the
+        // RCU read lock as C's `rcu_dereference()` (a plain load on x86-64, as Acquire is).
+        let qp = unsafe { atomic_load(link, Acquire) };
+        if qp.is_null() {
+            return None;
+        }
+        // SAFETY: a QP in the device's table is live and initialised, and is freed only after
+        // an RCU grace period once removed; the reference lives no longer than the read lock.
+        let q = unsafe { Qp::from_raw(qp) };
+        if special.is_some() || q.qpn() == qpn {
+            return Some(q);
+        }
+        link = q.next_link();
+    }
 }

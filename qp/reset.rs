@@ -136,9 +136,9 @@ impl Qp {
         let size = self.s_size();
         while s.s_last() != self.s_head_acquire() {
             let last = s.s_last();
-            // SAFETY: `s_last` is a slot of the queue, posted and not completed; the glue
-            // drops its references (taking C's pointer to the QP).
-            unsafe { bindings::rdmavt_rs_rvt_put_qp_swqe(self.as_raw(), s.swqe(last).as_raw()) };
+            // SAFETY: `s_last` is a slot of the queue, posted and not completed, which is
+            // used again only once `s_last` moves past it below.
+            unsafe { s.swqe(last).put_refs(self) };
             // The WQE is released before its slot is seen free (C's smp_wmb, paired with the
             // driver's read of `s_last` when it recomputes `s_avail`).
             s.publish_s_last(if last + 1 >= size { 0 } else { last + 1 });

@@ -111,19 +111,34 @@ impl Swqe {
     /// The WQE is `qp`'s, finished by the send engine, and its slot is not used again until
     /// `post_send` fills it anew.
     pub(crate) unsafe fn put_refs(&self, qp: &Qp) {
-        // SAFETY: the caller's guarantee; the glue takes C's pointer to the QP.
-        unsafe { bindings::rdmavt_rs_rvt_put_qp_swqe(qp.as_raw(), self.as_raw()) };
+        for sge in self.sges() {
+            // SAFETY: each SGE of the WQE holds a reference to its region (type invariant),
+            // which the caller says nothing uses after this.
+            unsafe { bindings::rdmavt_rs_rvt_put_mr(sge.mr) };
+        }
+        if qp.is_ud_like() {
+            // SAFETY: a UD-like QP's posted WQE holds the copy of its AH's attributes that
+            // `post_send` made (`SwqeSlot::copy_ud_ah`); the caller says nothing uses it after
+            // this.
+            unsafe { bindings::rdma_destroy_ah_attr((*self.as_raw()).__bindgen_anon_1.ud_wr.attr) };
+        }
+    }
+
+    /// The WQE's SGEs: `num_sge` of them, which `post_send` set to the count it stored.
+    fn sges(&self) -> &[bindings::rvt_sge] {
+        let n = usize::try_from(self.wr().num_sge).unwrap_or(0);
+        // SAFETY: a posted WQE's slot holds `num_sge` initialised SGEs after its `wr`, which
+        // do not change while `self` is used (type invariant).
+        unsafe { slice::from_raw_parts((*self.as_raw()).sg_list.as_ptr(), n) }
     }
 
     /// Whether one of the WQE's SGEs references the region of `lkey`.
     pub(crate) fn references_lkey(&self, lkey: u32) -> bool {
-        let n = usize::try_from(self.wr().num_sge).unwrap_or(0);
-        // SAFETY: a posted WQE has `num_sge` SGEs, each holding a reference to its region,
-        // which is so alive (type invariant).
-        (0..n).any(|i| unsafe {
-            let sge = (*self.as_raw()).sg_list.as_ptr().add(i);
-            bindings::rvt_mr_has_lkey((*sge).mr, lkey)
-        })
+        // SAFETY: each SGE holds a reference to its region, which is so alive (type
+        // invariant).
+        self.sges()
+            .iter()
+            .any(|sge| unsafe { bindings::rvt_mr_has_lkey(sge.mr, lkey) })
     }
 
     /// IB_SEND_SOLICITED: the receive completion wakes a consumer waiting for solicited

@@ -390,6 +390,34 @@ mod suite {
         assert!(add_length(2, u32::MAX - 1).is_err());
     }
 
+    /// The bit operations of `r_aflags` and the QPN bitmap: each bit in its own word of the
+    /// bitmap, the others left alone, and the old value reported.
+    fn atomic_bitops() {
+        use crate::compat::atomic::bitops::{
+            clear_bit, set_bit, test_and_clear_bit, test_and_set_bit,
+        };
+        const BITS: usize = usize::BITS as usize;
+        let mut map = [0usize; 3];
+        let m = map.as_mut_ptr();
+        // SAFETY: `map` holds the bits used below, and nothing else accesses it.
+        unsafe {
+            set_bit(0, m);
+            set_bit(BITS + 5, m);
+            assert!(!test_and_set_bit(3 * BITS - 1, m));
+            assert!(test_and_set_bit(3 * BITS - 1, m));
+        }
+        assert_eq!(map, [1, 1 << 5, 1 << (BITS - 1)]);
+        let m = map.as_mut_ptr();
+        // SAFETY: as above.
+        unsafe {
+            assert!(test_and_clear_bit(BITS + 5, m));
+            assert!(!test_and_clear_bit(BITS + 5, m));
+            clear_bit(0, m);
+            clear_bit(1, m);
+        }
+        assert_eq!(map, [0, 0, 1 << (BITS - 1)]);
+    }
+
     crate::compat::kunit::kunit_suite!(
         rdmavt_rs_qp_post,
         [
@@ -404,6 +432,7 @@ mod suite {
             ring_wraps,
             free_slot_arithmetic,
             length_wrap,
+            atomic_bitops,
         ]
     );
 }
