@@ -128,8 +128,13 @@ impl Port {
     /// Adds one to a counter of the port. C increments them without a lock; here the
     /// increment is at least atomic, and readers (hfi1's counters) still read them plainly.
     fn count(counter: *mut u64) {
-        // SAFETY: a counter of a live port; every write to it from Rust is atomic.
-        unsafe { Atomic::from_ptr(counter) }.add(1, Relaxed);
+        // SAFETY: a counter of a live port; every access to it from Rust is atomic.
+        let c = unsafe { Atomic::from_ptr(counter) };
+        // As C's `++`: a load and a store, not a locked increment. Two QPs of the port
+        // counting at the same moment can lose one count, as they can in C (and in hfi1,
+        // which counts into the same fields); the counters are statistics, and a locked
+        // read-modify-write of a shared line per message cost more than they are worth.
+        c.store(c.load(Relaxed).wrapping_add(1), Relaxed);
     }
 
     /// Counts a packet that the loopback delivered (`n_loop_pkts`).
