@@ -36,11 +36,11 @@ pub(super) fn sender_step<'a>(
     port: &Port,
     prev: Option<(SendEngine<'a>, &'a Swqe, Delivery)>,
 ) -> Option<(SendEngine<'a>, &'a Swqe)> {
-    match prev {
+    let (busy, r, s) = match prev {
         None => {
             let mut s = sqp.s_lock();
             let busy = SendEngine::claim(&mut s)?;
-            next(busy, None, s)
+            (busy, None, s)
         }
         Some((busy, wqe, Delivery::Done { status, local_op })) => {
             let mut s = sqp.s_lock();
@@ -49,7 +49,7 @@ pub(super) fn sender_step<'a>(
             if local_op {
                 sqp.local_op_done();
             }
-            next(busy, None, s)
+            (busy, None, s)
         }
         Some((busy, _, Delivery::RnrNak { aeth })) => {
             let mut s = sqp.s_lock();
@@ -58,20 +58,21 @@ pub(super) fn sender_step<'a>(
             if state_ops(s.state()).process_recv_ok() {
                 s.add_rnr_timer(aeth);
             }
-            stop(busy, None, s, false)
+            return stop(busy, None, s, false);
         }
         Some((busy, wqe, Delivery::Failed(status))) => {
             let mut r = sqp.r_lock();
             let mut s = sqp.s_lock();
             // SAFETY: `wqe` is the sender's WQE at `s_last`; `s_lock` and `r_lock` are held.
             unsafe { sqp.send_complete(&mut s, Some(&mut r), wqe, status) };
-            if !sqp.is_rc() {
-                return next(busy, Some(r), s);
+            if sqp.is_rc() {
+                let outcome = sqp.error(&mut r, &mut s, WcStatus::IB_WC_WR_FLUSH_ERR);
+                return stop(busy, Some(r), s, outcome == ErrorOutcome::LastWqe);
             }
-            let outcome = sqp.error(&mut r, &mut s, WcStatus::IB_WC_WR_FLUSH_ERR);
-            stop(busy, Some(r), s, outcome == ErrorOutcome::LastWqe)
+            (busy, Some(r), s)
         }
-    }
+    };
+    next(busy, r, s)
 }
 
 /// Picks the next WQE with the sender's locks held (`r_lock` if `r`), or gives the send engine

@@ -82,7 +82,8 @@ enum Stored {
 
 /// The region `key` names in `table`, referenced and checked as both key checks do: still
 /// published, not invalidated, the very key (generation and user byte included), and the
-/// PD `pd`.
+/// PD `pd`. Inline: it is most of each key check, twice per loopback message.
+#[inline]
 fn find(
     table: &LkeyTable,
     key: u32,
