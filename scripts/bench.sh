@@ -45,6 +45,9 @@
 #                         the QEMU plugin scripts/bench/insn-count.c: the instructions and
 #                         calls per message of every kernel function (bench-guest.sh's insn);
 #                         BENCH_PROFILE=insn: the counting boots alone
+#   BENCH_PROFILE_BEFORE=DIR  an earlier profile's raw output (a copy of its
+#                         .test-results/profile/raw): its counts beside these in the summary,
+#                         labelled with the tree in DIR/commit, as before and after
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -210,9 +213,13 @@ report() {
 # The profile's side-by-side summary: $results/perf.md, and docs/perf.md for the default kernel
 # line and helpers (the one the README discusses).
 profile_summary() {
-	local kdir=$1
+	local kdir=$1 before=()
+	if [ -n "${BENCH_PROFILE_BEFORE:-}" ]; then
+		before=(--before "$BENCH_PROFILE_BEFORE"
+			"$(cat "$BENCH_PROFILE_BEFORE/commit" 2>/dev/null || echo "an earlier tree")")
+	fi
 	"$python" "$here/profile_report.py" --title "$(basename "$kdir"), Rust helpers $helpers," \
-		--commit "$(git -C "$repo" describe --always --dirty)" "$results/raw" \
+		--commit "$(git -C "$repo" describe --always --dirty)" "${before[@]}" "$results/raw" \
 		"${providers[@]}" >"$results/perf.md"
 	if [ "$KERNEL_LINE" = 7.3 ] && [ "$helpers" = outline ] && [ "$profile" != insn ]; then
 		cp "$results/perf.md" "$repo/docs/perf.md"
@@ -231,6 +238,7 @@ main() {
 	BENCH_HELPERS=$helpers build_modules "$kdir"
 	rm -rf "$results/raw"
 	mkdir -p "$results/raw"
+	git -C "$repo" describe --always --dirty >"$results/raw/commit"
 	while read -r p round; do
 		run_boot "$kdir" "$p" "$round" </dev/null || {
 			log "bench: $p round $round failed (see $results/raw/$p/$round/vm.log)"

@@ -235,32 +235,48 @@ def n(v):
     return "-" if v is None else f"{v:,.0f}" if abs(v) >= 10 else f"{v:.1f}"
 
 
-def count_section(raw, name, providers):
+def before_counts(before, name, providers):
+    """The counts of an earlier profile (BEFORE: its raw directory and the tree it was taken
+    at) for the same point, keyed "PROVIDER@before", with their column labels."""
+    if not before:
+        return {}, {}
+    raw, commit = before
+    cs = {f"{p}@before": load_counts(raw, p, name) for p in providers}
+    cs = {k: c for k, c in cs.items() if c}
+    return cs, {k: f"{LABELS.get(k[:-7], k[:-7])} at {commit}" for k in cs}
+
+
+def count_section(raw, name, providers, before=None):
     cs = {p: load_counts(raw, p, name) for p in providers}
     good, labels, missing = present(providers, cs, "no counts (see its insn/vm.log).")
     out = [f"## {name}: instructions and calls per message", ""] + missing
     if not good:
         return out
+    # The totals and the modules also show the earlier profile's counts, first.
+    earlier, earlier_labels = before_counts(before, name, good)
+    cs.update(earlier)
+    cols = list(earlier) + good
+    col_labels = [earlier_labels[k] for k in earlier] + labels
 
     def total(p, pred, attr="calls"):
         return sum(v for k, v in getattr(cs[p], attr).items() if pred(k))
 
     out += table(f"Per message (the difference of two runs, {cs[good[0]].msgs:,} messages "
                  "apart):",
-                 [""] + labels, [
-                     ["kernel instructions"] + [n(cs[p].kernel) for p in good],
+                 [""] + col_labels, [
+                     ["kernel instructions"] + [n(cs[p].kernel) for p in cols],
                      ["user-space instructions (perftest polls: time, not cost)"] + [
-                         n(cs[p].user) for p in good],
-                     ["kernel function calls"] + [n(total(p, lambda k: True)) for p in good],
+                         n(cs[p].user) for p in cols],
+                     ["kernel function calls"] + [n(total(p, lambda k: True)) for p in cols],
                      ["calls into rdmavt and rvt_loop"] + [
-                         n(total(p, lambda k: k[0] in OURS)) for p in good],
+                         n(total(p, lambda k: k[0] in OURS)) for p in cols],
                      ["calls of `rust_helper_*`"] + [
-                         n(total(p, lambda k: k[1].startswith("rust_helper_"))) for p in good],
+                         n(total(p, lambda k: k[1].startswith("rust_helper_"))) for p in cols],
                  ])
-    mods = sorted({m for p in good for m in cs[p].modules},
-                  key=lambda m: -max(cs[p].modules.get(m, 0) for p in good))[:6]
-    out += table("Kernel instructions per message by module:", ["module"] + labels,
-                 [[m] + [n(cs[p].modules.get(m)) for p in good] for m in mods])
+    mods = sorted({m for p in cols for m in cs[p].modules},
+                  key=lambda m: -max(cs[p].modules.get(m, 0) for p in cols))[:6]
+    out += table("Kernel instructions per message by module:", ["module"] + col_labels,
+                 [[m] + [n(cs[p].modules.get(m)) for p in cols] for m in mods])
     head = ["function", "module"] + [f"{lab} {what}" for lab in labels
                                      for what in ("insns", "calls")]
 
@@ -358,6 +374,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--title", default="", help="the kernel and helpers profiled")
     ap.add_argument("--commit", default="", help="the tree profiled")
+    ap.add_argument("--before", nargs=2, metavar=("RAW", "COMMIT"),
+                    help="an earlier profile's raw directory and the tree it profiled: its "
+                    "counts beside these")
     ap.add_argument("raw")
     ap.add_argument("providers", nargs="+")
     args = ap.parse_args()
@@ -384,10 +403,13 @@ def main():
         "uncounted run before them warms the caches). These see "
         "inside interrupts-off sections, where the samples cannot; an instruction is not a "
         "unit of time (a `rep movs` copy is one), but under TCG each costs about alike.", ""]
+    if args.before:
+        lines += [f"The count tables' first columns are an earlier profile's, at {args.before[1]} "
+                  "(`BENCH_PROFILE_BEFORE`): before and after.", ""]
     for name in points(args.raw, args.providers):
         lines += section(args.raw, name, args.providers)
     for name in counted_points(args.raw, args.providers):
-        lines += count_section(args.raw, name, args.providers)
+        lines += count_section(args.raw, name, args.providers, args.before)
     print("\n".join(lines))
 
 

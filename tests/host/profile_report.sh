@@ -7,7 +7,8 @@
 # section it ended (through the lock wrappers), inclusive counts for rdmavt's and rvt_loop's
 # functions, and samples turned into CPU microseconds per message; and the counting boot's
 # instruction counts (scripts/bench/insn-count.c's dumps) turned into instructions and calls per
-# message, as the difference of a point's two runs.
+# message, as the difference of a point's two runs, with an earlier profile's (--before) in
+# columns before them.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/ktap.sh"
@@ -67,7 +68,7 @@ value() { grep -F "| $1 |" "$tmp/out" | head -1 | awk -F' \\| ' '{ print $NF }' 
 is() { [ "$1" = "$2" ] || { echo "got '$1', expected '$2'"; return 1; }; }
 
 ktap_header
-ktap_plan 10
+ktap_plan 11
 ktap_check "the report runs" is "$rc" 0
 ktap_check "messages per second from perftest's bandwidth" is "$(value "messages per second")" \
 	"100,000"
@@ -89,5 +90,15 @@ ktap_check "counted: user-space instructions per message" \
 	is "$(value "user-space instructions (perftest polls: time, not cost)")" "2.0"
 ktap_check "counted: a function's instructions and calls (its first instruction) per message" \
 	grep -qF '| `rvt_ruc_loopback` | rdmavt | 3.0 | 1.0 |' "$tmp/out"
-[ "$KTAP_FAIL" = 0 ] || { ktap_msg "report:"; sed 's/^/# /' "$tmp/out" "$tmp/err"; }
+# An earlier profile beside it: the same point, twice the instructions a message (6.0), in a
+# column of its own before the current one.
+mkdir -p "$tmp/before/rs/insn"
+cp "$c/kallsyms.gz" "$c/insn.order" "$c/insn.1" "$tmp/before/rs/insn/"
+sed 's/^\(ffffffffa000000[04]\) \([0-9]*\)$/\1 \2\2/' "$c/insn.2" >/dev/null
+printf 'user 5000\nffffffffa0000000 5000\nffffffffa0000004 10000\nffffffff81003000 500\n' \
+	>"$tmp/before/rs/insn/insn.2"
+"$python" "$report" --before "$tmp/before" abc1234 "$tmp/raw" rs >"$tmp/out2" 2>>"$tmp/err"
+ktap_check "an earlier profile's counts (--before) in a column before the current one" \
+	grep -qF '| kernel instructions | 6.0 | 3.0 |' "$tmp/out2"
+[ "$KTAP_FAIL" = 0 ] || { ktap_msg "report:"; sed 's/^/# /' "$tmp/out" "$tmp/out2" "$tmp/err"; }
 ktap_finish
