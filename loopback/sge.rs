@@ -34,43 +34,71 @@ pub(super) fn sge_length(sge: &bindings::rvt_sge, length: u32) -> u32 {
 /// `ss` is a consistent state: `sg_list` has `num_sge - 1` valid entries, `sge.mr` is a live
 /// region (or, with `sge.length` never reaching 0 mid-SGE, NULL), and with `release` the state
 /// holds a reference on each region of its SGEs. `len <= sge_length(&ss.sge, len)`.
+#[inline(never)]
 pub(super) unsafe fn update_sge(ss: &mut bindings::rvt_sge_state, len: u32, release: bool) {
     let sge = &mut ss.sge;
     sge.vaddr = sge.vaddr.cast::<u8>().wrapping_add(len as usize).cast();
     sge.length = sge.length.wrapping_sub(len);
     sge.sge_length = sge.sge_length.wrapping_sub(len);
     if sge.sge_length == 0 {
-        if release {
-            // SAFETY: the state holds a reference on the region (caller's guarantee).
-            unsafe { bindings::rdmavt_rs_rvt_put_mr(sge.mr) };
-        }
-        ss.num_sge = ss.num_sge.saturating_sub(1);
-        if ss.num_sge != 0 {
-            // SAFETY: `sg_list` has `num_sge` more entries (caller's guarantee).
-            unsafe {
-                ss.sge = *ss.sg_list;
-                ss.sg_list = ss.sg_list.add(1);
-            }
-        }
-        return;
+        // SAFETY: the caller's guarantee.
+        unsafe { next_sge(ss, release) };
+    } else if sge.length == 0 && !sge.mr.is_null() {
+        // SAFETY: the caller's guarantee: `sge.mr` is a live region.
+        unsafe { next_segment(sge) };
     }
-    if sge.length != 0 || sge.mr.is_null() {
-        return;
+}
+
+/// The current SGE of `ss` is used up: the next one becomes current. Out of line, so that
+/// [`update_sge`]'s common case, a cursor moving within a segment, saves no registers for its
+/// call of `rvt_put_mr`.
+///
+/// # Safety
+///
+/// As [`update_sge`].
+#[inline(never)]
+unsafe fn next_sge(ss: &mut bindings::rvt_sge_state, release: bool) {
+    if release {
+        // SAFETY: the state holds a reference on the region (caller's guarantee).
+        unsafe { bindings::rdmavt_rs_rvt_put_mr(ss.sge.mr) };
     }
+    ss.num_sge = ss.num_sge.saturating_sub(1);
+    if ss.num_sge != 0 {
+        // SAFETY: `sg_list` has `num_sge` more entries (caller's guarantee).
+        unsafe {
+            ss.sge = *ss.sg_list;
+            ss.sg_list = ss.sg_list.add(1);
+        }
+    }
+}
+
+/// The current segment of `sge`'s region is used up: the cursor moves to the next one.
+///
+/// # Safety
+///
+/// `sge.mr` is a live region.
+unsafe fn next_segment(sge: &mut bindings::rvt_sge) {
     // SAFETY: `sge.mr` is a live region (caller's guarantee).
     let mr = unsafe { &*sge.mr };
     // Key 0 is the DMA region: one segment as long as the SGE.
     if mr.lkey == 0 {
         return;
     }
-    sge.n += 1;
+    // `n` counts the segments of one map array and goes back to 0 at its end (at the end of
+    // the region it stays past it, as in C, and the copy stops there): it cannot come near a
+    // `u16`'s wrap, and the check would cost every call.
+    sge.n = sge.n.wrapping_add(1);
     if usize::from(sge.n) >= SEGSZ {
-        if u32::from(sge.m) + 1 >= mr.mapsz {
+        // A region of more map arrays than C's `u16` counts (65,536 arrays: over 64 GiB of
+        // 4 KiB pages) ends here for the cursor; C's `m` wraps to the first array.
+        let Some(m) = sge.m.checked_add(1) else {
+            return;
+        };
+        sge.m = m;
+        if u32::from(m) >= mr.mapsz {
             // The region's last segment: C leaves the cursor there too.
-            sge.m += 1;
             return;
         }
-        sge.m += 1;
         sge.n = 0;
     }
     // SAFETY: a live region (caller's guarantee); its segments live as long as it does.
