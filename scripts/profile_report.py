@@ -190,11 +190,16 @@ class Counts:
 
     @staticmethod
     def dump(path):
+        """A dump's counts by address. An address can be in several lines: QEMU translates
+        a piece of code into more than one block when jumps enter it at different places (a
+        loop's body is a block of its own as well as part of the block that falls into it),
+        and each block counts the executions that went through it; so they add up."""
         counts = {}
         with open(path) as f:
             for line in f:
                 k, v = line.split()
-                counts["user" if k == "user" else int(k, 16)] = int(v)
+                k = "user" if k == "user" else int(k, 16)
+                counts[k] = counts.get(k, 0) + int(v)
         return counts
 
 
