@@ -69,7 +69,7 @@ value() { grep -F "| $1 |" "$tmp/out" | head -1 | awk -F' \\| ' '{ print $NF }' 
 is() { [ "$1" = "$2" ] || { echo "got '$1', expected '$2'"; return 1; }; }
 
 ktap_header
-ktap_plan 11
+ktap_plan 12
 ktap_check "the report runs" is "$rc" 0
 ktap_check "messages per second from perftest's bandwidth" is "$(value "messages per second")" \
 	"100,000"
@@ -100,5 +100,11 @@ printf 'user 5000\nffffffffa0000000 5000\nffffffffa0000004 10000\nffffffff810030
 "$python" "$report" --before "$tmp/before" abc1234 "$tmp/raw" rs >"$tmp/out2" 2>>"$tmp/err"
 ktap_check "an earlier profile's counts (--before) in a column before the current one" \
 	grep -qF '| kernel instructions | 6.0 | 3.0 |' "$tmp/out2"
+# A point whose shorter run spent more in user space than its longer one: no negative count.
+sed -i 's/^user 1000$/user 9000/' "$c/insn.1"
+"$python" "$report" "$tmp/raw" rs >"$tmp/out3" 2>>"$tmp/err"
+ktap_check "user space: a shorter run that polled more gives no count, not a negative one" \
+	grep -qF '| user-space instructions (perftest polls: time, not cost) | - (the shorter run polled more) |' \
+	"$tmp/out3"
 [ "$KTAP_FAIL" = 0 ] || { ktap_msg "report:"; sed 's/^/# /' "$tmp/out" "$tmp/out2" "$tmp/err"; }
 ktap_finish
