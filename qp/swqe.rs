@@ -134,11 +134,11 @@ impl Swqe {
 
     /// Whether one of the WQE's SGEs references the region of `lkey`.
     pub(crate) fn references_lkey(&self, lkey: u32) -> bool {
-        // SAFETY: each SGE holds a reference to its region, which is so alive (type
-        // invariant).
-        self.sges()
-            .iter()
-            .any(|sge| unsafe { bindings::rvt_mr_has_lkey(sge.mr, lkey) })
+        self.sges().iter().any(|sge| {
+            // SAFETY: each SGE holds a reference to its region, which is so alive (type
+            // invariant).
+            unsafe { bindings::rvt_mr_has_lkey(sge.mr, lkey) }
+        })
     }
 
     /// IB_SEND_SOLICITED: the receive completion wakes a consumer waiting for solicited
