@@ -90,7 +90,7 @@ pub(crate) unsafe extern "C" fn rvt_ruc_loopback(sqp: *mut bindings::rvt_qp) {
     // finishes nothing, each later one the WQE the responder step handled.
     let mut prev = None;
     while let Some((mut busy, wqe)) = ruc::sender_step(sqp, port, prev) {
-        let delivery = responder::deliver(&mut busy, dest, port, wqe);
+        let delivery = responder::deliver(&mut busy, dest, port, wqe, &rcu);
         prev = Some((busy, wqe, delivery));
     }
 }

@@ -5,7 +5,10 @@
 //! the error state). What the IB responder would do on the wire: consume a receive WQE, check
 //! rkeys and access rights, move the data, perform the atomic, complete the receive.
 
-use crate::compat::atomic::{Atomic, Full};
+use crate::compat::{
+    atomic::{Atomic, Full},
+    rcu,
+};
 
 use super::{
     aeth,
@@ -102,12 +105,14 @@ fn local_invalidate(sqp: &Qp, wqe: &Swqe) -> Delivery {
     }
 }
 
-/// Step 2, the responder: delivers `wqe` to `dest` with only `dest`'s `r_lock` held.
+/// Step 2, the responder: delivers `wqe` to `dest` with only `dest`'s `r_lock` held. Its key
+/// checks use the loopback's RCU read-side section `rcu`, which keeps `dest` alive.
 pub(super) fn deliver(
     busy: &mut SendEngine<'_>,
     dest: Option<&Qp>,
     port: &Port,
     wqe: &Swqe,
+    rcu: &rcu::Guard,
 ) -> Delivery {
     let sqp = busy.qp;
     if let Some(delivery) = local_operation(sqp, wqe) {
@@ -125,6 +130,7 @@ pub(super) fn deliver(
         r: &mut r,
         port,
         wqe,
+        rcu,
     };
     match op.run() {
         Ok(delivery) => delivery,
@@ -148,6 +154,8 @@ struct Responder<'a, 'b, 'c> {
     r: &'a mut RecvGuard<'c>,
     port: &'a Port,
     wqe: &'a Swqe,
+    /// The loopback's RCU read-side section, for the key checks.
+    rcu: &'a rcu::Guard,
 }
 
 impl Responder<'_, '_, '_> {
@@ -167,7 +175,7 @@ impl Responder<'_, '_, '_> {
     /// The receive queue's consumer: `rvt_get_rwqe()`. `Ok(false)`: the queue is empty.
     fn get_rwqe(&mut self, wr_id_only: bool) -> Result<bool, Refused> {
         let qp = self.r.qp();
-        match qp.get_wqe(self.r, wr_id_only) {
+        match qp.get_wqe(self.r, wr_id_only, self.rcu) {
             GetWqe::Error => Err(Refused::operation()),
             GetWqe::Empty => Ok(false),
             GetWqe::Taken => Ok(true),
@@ -254,9 +262,9 @@ impl Responder<'_, '_, '_> {
         let length = wqe.length();
         if length != 0 {
             let (addr, rkey) = wqe.rdma();
-            let qp = self.r.qp();
+            let (qp, rcu) = (self.r.qp(), self.rcu);
             let target = self.r.r_sge_mut();
-            if !sge::check_rkey(target, qp, length, addr, rkey, ACCESS_REMOTE_WRITE) {
+            if !sge::check_rkey(target, qp, length, addr, rkey, ACCESS_REMOTE_WRITE, rcu) {
                 return Err(Refused::access());
             }
             sge::single(target, length);
@@ -275,7 +283,8 @@ impl Responder<'_, '_, '_> {
         let length = wqe.length();
         let (addr, rkey) = wqe.rdma();
         let source = self.busy.s_sge_mut();
-        if !sge::check_rkey(source, self.r.qp(), length, addr, rkey, ACCESS_REMOTE_READ) {
+        let (qp, rcu) = (self.r.qp(), self.rcu);
+        if !sge::check_rkey(source, qp, length, addr, rkey, ACCESS_REMOTE_READ, rcu) {
             return Err(Refused::access());
         }
         sge::single(source, length);
@@ -307,7 +316,16 @@ impl Responder<'_, '_, '_> {
         }
         let qp = self.r.qp();
         let target = self.r.r_sge_mut();
-        if !sge::check_rkey(target, qp, 8, a.remote_addr, a.rkey, ACCESS_REMOTE_ATOMIC) {
+        let rcu = self.rcu;
+        if !sge::check_rkey(
+            target,
+            qp,
+            8,
+            a.remote_addr,
+            a.rkey,
+            ACCESS_REMOTE_ATOMIC,
+            rcu,
+        ) {
             return Err(Refused::access());
         }
         let vaddr = sge::cursor(target);

@@ -11,6 +11,7 @@ use kernel::{ffi::c_void, page::PAGE_SIZE};
 
 use crate::{
     bindings,
+    compat::rcu,
     device::Device,
     macros::c_export,
     mr::{self, seg_ptr, SEGSZ},
@@ -316,7 +317,8 @@ pub(super) unsafe fn start_sge(ss: &mut bindings::rvt_sge_state, wqe: &Swqe) {
 
 /// Checks the rkey of an RDMA request to `qp` (`len` bytes at `vaddr`, access `acc`), and
 /// on success points the current SGE of `ss` at the memory, holding a reference to its
-/// region; the rest of `ss` is left as it was. `false`: refused.
+/// region; the rest of `ss` is left as it was. `false`: refused. `rcu`: the caller's RCU
+/// read-side section.
 pub(super) fn check_rkey(
     ss: &mut bindings::rvt_sge_state,
     qp: &Qp,
@@ -324,8 +326,9 @@ pub(super) fn check_rkey(
     vaddr: u64,
     rkey: u32,
     acc: u32,
+    rcu: &rcu::Guard,
 ) -> bool {
-    mr::check_rkey(qp, &mut ss.sge, len, vaddr, rkey, acc)
+    mr::check_rkey(qp, &mut ss.sge, len, vaddr, rkey, acc, rcu)
 }
 
 /// Makes the current SGE of `ss` its only one, of `len` bytes: the memory of a checked rkey.

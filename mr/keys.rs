@@ -82,22 +82,21 @@ enum Stored {
 
 /// The region `key` names in `table`, referenced and checked as both key checks do: still
 /// published, not invalidated, the very key (generation and user byte included), and the
-/// PD `pd`. Inline: it is most of each key check, twice per loopback message.
+/// PD `pd`; `rcu` is the read-side section the caller checks the key in. Inline: it is most of
+/// each key check, twice per loopback message.
 #[inline]
 fn find(
     table: &LkeyTable,
     key: u32,
     pd: *mut bindings::ib_pd,
+    rcu: &rcu::Guard,
 ) -> Option<crate::compat::aref::ARef<Mregion>> {
-    let mr = {
-        let rcu = rcu::read_lock();
-        table.lookup(key, &rcu)?.reference()
-    };
+    let mr = table.lookup(key, rcu)?.reference(rcu);
     // A failed check drops `mr`, giving the reference back (C's bail_unref).
     (mr.published() && !mr.invalidated() && mr.lkey() == key && mr.pd() == pd).then_some(mr)
 }
 
-/// The body of `rvt_lkey_ok`.
+/// The body of `rvt_lkey_ok`, inside the caller's RCU read-side section `rcu`.
 ///
 /// # Safety
 ///
@@ -109,6 +108,7 @@ unsafe fn lkey_ok(
     last: Option<&mut bindings::rvt_sge>,
     sge: &bindings::ib_sge,
     acc: c_int,
+    rcu: &rcu::Guard,
 ) -> Result<Stored> {
     // SAFETY: `pd` is live (caller's guarantee); `ibpd` is its head.
     let (user, ibpd) = unsafe { ((*pd).user, &raw mut (*pd).ibpd) };
@@ -122,17 +122,14 @@ unsafe fn lkey_ok(
         }
         // SAFETY: the PD's device is one of ours and outlives the PD.
         let dev = unsafe { Device::from_ib((*ibpd).device) };
-        let mr = {
-            let rcu = rcu::read_lock();
-            lkey::dma_mr(dev, &rcu).ok_or(EINVAL)?.reference()
-        };
+        let mr = lkey::dma_mr(dev, rcu).ok_or(EINVAL)?.reference(rcu);
         Mregion::fill_dma_sge(mr, isge, sge.addr, sge.length);
         return Ok(Stored::Added);
     }
     if sge_adjacent(last, sge) {
         return Ok(Stored::Merged);
     }
-    let mr = find(rkt, sge.lkey, ibpd).ok_or(EINVAL)?;
+    let mr = find(rkt, sge.lkey, ibpd, rcu).ok_or(EINVAL)?;
     let off = range_offset(sge.addr, mr.user_base(), sge.length, mr.length()).ok_or(EINVAL)?;
     if !lkey_access_ok(mr.access_flags(), acc) {
         return Err(EINVAL);
@@ -158,9 +155,33 @@ pub(crate) fn check_lkey(
     // CAST: IB access flags fit an int.
     let acc = acc as c_int;
     let table = LkeyTable::of(qp.device());
+    let rcu = rcu::read_lock();
     // SAFETY: the QP's PD is a live PD of ours; `new` and `last` are distinct references.
-    let stored = unsafe { lkey_ok(table, qp.pd(), new, last, sge, acc) }?;
+    let stored = unsafe { lkey_ok(table, qp.pd(), new, last, sge, acc, &rcu) }?;
     Ok(traced(stored, new, sge))
+}
+
+/// `rvt_lkey_ok` for SGE `sge` of a receive WQE of `qp` (`init_sge`), inside the caller's RCU
+/// read-side section `rcu`: checks it for local write under PD `pd` (the QP's, or its SRQ's)
+/// and stores it in `new`, which then holds a reference to its region.
+///
+/// # Safety
+///
+/// `pd` is the live PD of `qp` or of its SRQ.
+pub(crate) unsafe fn check_recv_lkey(
+    qp: &Qp,
+    pd: *mut bindings::rvt_pd,
+    new: &mut bindings::rvt_sge,
+    sge: &bindings::ib_sge,
+    rcu: &rcu::Guard,
+) -> Result {
+    // CAST: IB access flags fit an int.
+    let acc = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE as c_int;
+    let table = LkeyTable::of(qp.device());
+    // SAFETY: `pd` is a live PD of ours (caller's guarantee); there is no SGE to merge into.
+    let stored = unsafe { lkey_ok(table, pd, new, None, sge, acc, rcu) }?;
+    traced(stored, new, sge);
+    Ok(())
 }
 
 /// The trace event of a stored SGE; `true` for one stored, `false` for one merged.
@@ -196,6 +217,7 @@ pub(crate) unsafe extern "C" fn rvt_lkey_ok(
     // SAFETY: the caller guarantees all of these are valid and that `last_sge` and `isge`
     // do not overlap, so the mutable references made here alias nothing.
     let (isge, sge) = unsafe { (&mut *isge, &*sge) };
+    let rcu = rcu::read_lock();
     // SAFETY: as above.
     let res = unsafe {
         lkey_ok(
@@ -205,6 +227,7 @@ pub(crate) unsafe extern "C" fn rvt_lkey_ok(
             last_sge.as_mut(),
             sge,
             acc,
+            &rcu,
         )
     };
     match res {
@@ -214,7 +237,8 @@ pub(crate) unsafe extern "C" fn rvt_lkey_ok(
 }
 c_export!(rvt_lkey_ok);
 
-/// The body of `rvt_rkey_ok`; `None` where C returns 0.
+/// The body of `rvt_rkey_ok`, inside the caller's RCU read-side section `rcu`; `None` where C
+/// returns 0.
 ///
 /// # Safety
 ///
@@ -226,6 +250,7 @@ unsafe fn rkey_ok(
     vaddr: u64,
     rkey: u32,
     acc: c_int,
+    rcu: &rcu::Guard,
 ) -> Option<()> {
     let (dev, pd) = (qp.device(), qp.pd().cast::<bindings::ib_pd>());
     // Key 0 is the DMA MR: kernel virtual addresses, for kernel PDs.
@@ -234,15 +259,12 @@ unsafe fn rkey_ok(
             return None;
         }
         // C takes the DMA MR of the PD's device, which is the QP's.
-        let mr = {
-            let rcu = rcu::read_lock();
-            lkey::dma_mr(dev, &rcu)?.reference()
-        };
+        let mr = lkey::dma_mr(dev, rcu)?.reference(rcu);
         // SAFETY: `sge` is valid for writes (caller's guarantee).
         Mregion::fill_dma_sge(mr, unsafe { &mut *sge }, vaddr, len);
         return Some(());
     }
-    let mr = find(LkeyTable::of(dev), rkey, pd)?;
+    let mr = find(LkeyTable::of(dev), rkey, pd, rcu)?;
     // C accepts `vaddr - iova + len` wrapping around 2^64 and then indexes the map with the
     // huge offset, reading past it; `range_offset` refuses such a request instead.
     let off = range_offset(vaddr, mr.iova(), len, mr.length())?;
@@ -254,10 +276,10 @@ unsafe fn rkey_ok(
     Mregion::fill_sge(mr, unsafe { &mut *sge }, pos, len).ok()
 }
 
-/// `rvt_rkey_ok` for our own responder: checks an RDMA request for `len` bytes at `vaddr` under
-/// `rkey` on `qp` for access `acc` (`ACCESS_REMOTE_*`, any one of them) and points `sge` at
-/// the memory, holding a reference to its region. `false`: refused, `sge` unchanged or
-/// holding no reference.
+/// `rvt_rkey_ok` for our own responder, inside its RCU read-side section `rcu`: checks an RDMA
+/// request for `len` bytes at `vaddr` under `rkey` on `qp` for access `acc` (`ACCESS_REMOTE_*`,
+/// any one of them) and points `sge` at the memory, holding a reference to its region.
+/// `false`: refused, `sge` unchanged or holding no reference.
 pub(crate) fn check_rkey(
     qp: &Qp,
     sge: &mut bindings::rvt_sge,
@@ -265,11 +287,12 @@ pub(crate) fn check_rkey(
     vaddr: u64,
     rkey: u32,
     acc: u32,
+    rcu: &rcu::Guard,
 ) -> bool {
     // CAST: IB access flags fit an int.
     let acc = acc as c_int;
     // SAFETY: a live QP of ours; `sge` is valid for writes.
-    unsafe { rkey_ok(qp, sge, len, vaddr, rkey, acc) }.is_some()
+    unsafe { rkey_ok(qp, sge, len, vaddr, rkey, acc, rcu) }.is_some()
 }
 
 /// Checks an RDMA request for `len` bytes at `vaddr` under `rkey` on `qp` for access `acc`
@@ -288,8 +311,9 @@ pub(crate) unsafe extern "C" fn rvt_rkey_ok(
     rkey: u32,
     acc: c_int,
 ) -> c_int {
+    let rcu = rcu::read_lock();
     // SAFETY: a live QP of ours; `sge` is valid for writes (caller's guarantees).
-    c_int::from(unsafe { rkey_ok(Qp::from_raw(qp), sge, len, vaddr, rkey, acc) }.is_some())
+    c_int::from(unsafe { rkey_ok(Qp::from_raw(qp), sge, len, vaddr, rkey, acc, &rcu) }.is_some())
 }
 c_export!(rvt_rkey_ok);
 

@@ -16,7 +16,7 @@ use core::{
 use kernel::{
     alloc::{allocator::Kmalloc, flags},
     error::to_result,
-    ffi::c_int,
+    ffi::{c_int, c_ulong},
     page::PAGE_SIZE,
     prelude::*,
     types::Opaque,
@@ -26,9 +26,14 @@ use crate::compat::{
     self,
     aref::{ARef, AlwaysRefCounted},
     atomic::{Atomic, Relaxed},
+    rcu,
 };
 
 use crate::bindings;
+
+/// percpu-refcount.h's `__PERCPU_REF_ATOMIC_DEAD`: the mode bits in `percpu_count_ptr`. With
+/// either set the count is the shared atomic one, and the rest is not a per-CPU pointer.
+const PERCPU_REF_ATOMIC_DEAD: c_ulong = 0b11;
 
 /// `RVT_SEGSZ`: the number of segments in one map array, which fills a page.
 pub(crate) const SEGSZ: usize = PAGE_SIZE / size_of::<bindings::rvt_seg>();
@@ -290,9 +295,26 @@ impl Mregion {
         unsafe { Self::dec_ref(NonNull::from(self)) };
     }
 
-    /// The region with a new reference.
-    pub(super) fn reference(&self) -> ARef<Self> {
-        ARef::from(self)
+    /// The region with a new reference, taken inside the RCU read-side section in which the
+    /// caller found it: `percpu_ref_get`, whose own `rcu_read_lock` that section stands for.
+    /// While the count is per-CPU (every region but one being deregistered), that is one `inc`
+    /// of this CPU's counter, inline; otherwise C's function.
+    pub(super) fn reference(&self, _rcu: &rcu::Guard) -> ARef<Self> {
+        // SAFETY: the refcount was initialised by `init` (type invariant). A volatile read is
+        // `__ref_is_percpu`'s READ_ONCE: `percpu_ref_kill` sets the mode bits concurrently,
+        // and the test and the use must see one value.
+        let count = unsafe { ptr::read_volatile(&raw const (*self.refcount()).percpu_count_ptr) };
+        // SAFETY: without a mode bit, `count` is the `__percpu` pointer of the per-CPU counters.
+        // They are summed into the atomic count, and later freed, only after the RCU grace
+        // period that switching to atomic mode waits for (`percpu_ref_switch_to_atomic_rcu`),
+        // which `_rcu` holds off until this increment is done, as C's `rcu_read_lock` does.
+        let added = count & PERCPU_REF_ATOMIC_DEAD == 0
+            && unsafe { compat::percpu::this_cpu_inc(count as *mut c_ulong) };
+        if !added {
+            self.inc_ref();
+        }
+        // SAFETY: the reference just taken is the one the `ARef` owns.
+        unsafe { ARef::from_raw(NonNull::from(self)) }
     }
 
     /// The region's count, for the error message when `dereg_mr` gives up waiting.

@@ -10,12 +10,14 @@ use kernel::{ffi::c_int, prelude::*};
 use super::{state_ops, Locked, Qp, RecvGuard};
 use crate::{
     bindings,
+    compat::rcu,
     cq::{RecvExtra, Wc, WcOpcode, WcStatus},
     krwq::{
         self,
         ring::{next_index, Corrupt, Rq, Rwqe},
     },
     macros::c_export,
+    mr,
 };
 
 /// `ib_device_ops.post_recv`: C's `rvt_post_recv()`.
@@ -151,8 +153,14 @@ pub(crate) enum GetWqe {
 impl Qp {
     /// `rvt_get_rwqe()`: takes the next receive WQE, from the QP's queue or its SRQ, and arms
     /// the receive state with it; raises IB_EVENT_SRQ_LIMIT_REACHED when an SRQ falls below
-    /// its armed limit.
-    pub(crate) fn get_wqe(&self, r: &mut RecvGuard<'_>, wr_id_only: bool) -> GetWqe {
+    /// its armed limit. The WQE's keys are checked inside the caller's RCU read-side section
+    /// `rcu`.
+    pub(crate) fn get_wqe(
+        &self,
+        r: &mut RecvGuard<'_>,
+        wr_id_only: bool,
+        rcu: &rcu::Guard,
+    ) -> GetWqe {
         let srq = self.srq();
         let rq = match srq {
             // SAFETY: the QP holds its SRQ alive (ib_core counts the SRQ's users).
@@ -171,7 +179,7 @@ impl Qp {
             Ok(None) => return GetWqe::Empty,
             Err(Corrupt) => return GetWqe::Error,
         };
-        if !wr_id_only && self.init_sge(r, &wqe).is_err() {
+        if !wr_id_only && self.init_sge(r, &wqe, rcu).is_err() {
             return GetWqe::Error;
         }
         *r.r_wr_id_mut() = wqe.wr_id;
@@ -217,8 +225,10 @@ impl Qp {
     /// `r_len`. A bad key, an SGE count a user ring corrupted, or SGE lengths whose sum does
     /// not fit `r_len`'s 32 bits complete the WQE with IB_WC_LOC_PROT_ERR, having dropped the
     /// MR references taken so far.
-    fn init_sge(&self, r: &mut RecvGuard<'_>, wqe: &Rwqe) -> Result<(), Corrupt> {
-        let res = wqe.num_sge().and_then(|n| self.take_recv_sges(r, wqe, n));
+    fn init_sge(&self, r: &mut RecvGuard<'_>, wqe: &Rwqe, rcu: &rcu::Guard) -> Result<(), Corrupt> {
+        let res = wqe
+            .num_sge()
+            .and_then(|n| self.take_recv_sges(r, wqe, n, rcu));
         if res.is_err() {
             r.r_sge_mut().num_sge = 0;
             complete(self, wqe.wr_id, WcStatus::IB_WC_LOC_PROT_ERR);
@@ -228,16 +238,22 @@ impl Qp {
 
     /// The lkey checks of [`Qp::init_sge`] for `n` SGEs (already checked against `max_sge`),
     /// with the consumer side of the WQE's ring held by the caller.
-    fn take_recv_sges(&self, r: &mut RecvGuard<'_>, wqe: &Rwqe, n: u8) -> Result<(), Corrupt> {
-        // SAFETY: only field addresses of the live device and QP; the PD (the QP's, or its
-        // SRQ's) is fixed at creation and live while the QP is.
-        let (lkey_table, pd) = unsafe {
-            let pd = match self.srq() {
+    fn take_recv_sges(
+        &self,
+        r: &mut RecvGuard<'_>,
+        wqe: &Rwqe,
+        n: u8,
+        rcu: &rcu::Guard,
+    ) -> Result<(), Corrupt> {
+        // SAFETY: the PD (the QP's, or its SRQ's) is fixed at creation and live while the QP
+        // is.
+        let pd = unsafe {
+            match self.srq() {
                 Some(srq) => (*srq).ibsrq.pd,
                 None => (*self.ibqp()).pd,
-            };
-            (&raw mut (*self.device().as_raw()).lkey_table, pd.cast())
-        };
+            }
+        }
+        .cast();
         let sg_list = self.r_sg_list();
         let ss = r.r_sge_mut();
         ss.sg_list = sg_list;
@@ -245,28 +261,19 @@ impl Qp {
         let mut j = 0usize;
         for i in 0..n {
             // SAFETY: `i < n <= max_sge` (checked by `num_sge()`); the caller holds the ring.
-            let mut sge = unsafe { wqe.sge(i) };
+            let sge = unsafe { wqe.sge(i) };
             if sge.length == 0 {
                 continue;
             }
             let isge = if j == 0 {
-                &raw mut ss.sge
+                &mut ss.sge
             } else {
-                // SAFETY: `r_sg_list` has room for `max_sge - 1` SGEs and `1 <= j < n`.
-                unsafe { ss.sg_list.add(j - 1) }
+                // SAFETY: `r_sg_list` has room for `max_sge - 1` SGEs and `1 <= j < n`; it is
+                // the QP's, under `r_lock`, and distinct from `ss.sge`.
+                unsafe { &mut *ss.sg_list.add(j - 1) }
             };
-            // SAFETY: the device's lkey table and the PD are live; `isge` is a slot of `r_sge`.
-            let ok = unsafe {
-                bindings::rvt_lkey_ok(
-                    lkey_table,
-                    pd,
-                    isge,
-                    core::ptr::null_mut(),
-                    &mut sge,
-                    bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE as c_int,
-                )
-            };
-            if ok <= 0 {
+            // SAFETY: the PD is live (see above).
+            if unsafe { mr::check_recv_lkey(self, pd, isge, &sge, rcu) }.is_err() {
                 // SAFETY: the first `j` SGEs of `r_sge` hold references.
                 unsafe { put_sges(ss, j) };
                 return Err(Corrupt);
@@ -340,7 +347,8 @@ pub(crate) unsafe extern "C" fn rvt_get_rwqe(qp: *mut bindings::rvt_qp, wr_id_on
     let qp = unsafe { Qp::from_raw(qp) };
     // SAFETY: the caller holds `r_lock` during the call.
     let mut r = unsafe { qp.assume_r_locked() };
-    match qp.get_wqe(&mut r, wr_id_only) {
+    let rcu = rcu::read_lock();
+    match qp.get_wqe(&mut r, wr_id_only, &rcu) {
         GetWqe::Taken => 1,
         GetWqe::Empty => 0,
         GetWqe::Error => -1,

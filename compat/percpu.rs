@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! `this_cpu_inc` of a `__percpu` counter, inline, on both kernel lines.
+//!
+//! Neither kernel crate has per-CPU operations, and percpu-refcount.h's get is a static inline,
+//! which Rust could only reach through a C function: a call per key check (two a loopback
+//! message, `make profile` counted), each with its own RCU read-side section. On x86-64 with
+//! SMP, per-CPU data is addressed through `%gs`, and C's `this_cpu_inc` is one `inc` of
+//! `%gs:(ptr)` (arch/x86/include/asm/percpu.h): an instruction that neither an interrupt nor a
+//! preemption can split, so it needs no lock and no disabled preemption of its own. That is
+//! all [`this_cpu_inc`] is. Elsewhere (no SMP, other architectures) it does nothing and says
+//! so, and the caller takes the C path.
+
+use kernel::ffi::c_ulong;
+
+/// Adds one to this CPU's instance of the per-CPU counter `ptr`, as C's `this_cpu_inc`;
+/// `false` (and nothing done) where that is not one instruction, for the caller to use C's.
+///
+/// # Safety
+///
+/// `ptr` is a `__percpu` pointer to a `c_ulong` (from `alloc_percpu` or a per-CPU variable)
+/// that stays allocated for the call.
+#[cfg(all(target_arch = "x86_64", CONFIG_SMP))]
+#[inline(always)]
+pub(crate) unsafe fn this_cpu_inc(ptr: *mut c_ulong) -> bool {
+    // SAFETY: `%gs` holds this CPU's per-CPU base, so `gs:[ptr]` is this CPU's instance of a
+    // valid `__percpu` pointer (caller's guarantee), as in C's `percpu_add_op`; a single `inc`
+    // reads and writes only it, and no stack. The asm may touch memory, so the compiler keeps
+    // it in program order with the accesses around it, as C's `"+m"` operand does.
+    unsafe {
+        core::arch::asm!(
+            "inc qword ptr gs:[{ptr}]",
+            ptr = in(reg) ptr,
+            options(nostack),
+        );
+    }
+    true
+}
+
+/// Adds one to this CPU's instance of the per-CPU counter `ptr`, as C's `this_cpu_inc`;
+/// `false` (and nothing done) where that is not one instruction, for the caller to use C's.
+///
+/// # Safety
+///
+/// As on x86-64 with SMP.
+#[cfg(not(all(target_arch = "x86_64", CONFIG_SMP)))]
+#[inline(always)]
+pub(crate) unsafe fn this_cpu_inc(_ptr: *mut c_ulong) -> bool {
+    false
+}
