@@ -304,12 +304,14 @@ impl Mregion {
         // `__ref_is_percpu`'s READ_ONCE: `percpu_ref_kill` sets the mode bits concurrently,
         // and the test and the use must see one value.
         let count = unsafe { ptr::read_volatile(&raw const (*self.refcount()).percpu_count_ptr) };
-        // SAFETY: without a mode bit, `count` is the `__percpu` pointer of the per-CPU counters.
-        // They are summed into the atomic count, and later freed, only after the RCU grace
-        // period that switching to atomic mode waits for (`percpu_ref_switch_to_atomic_rcu`),
-        // which `_rcu` holds off until this increment is done, as C's `rcu_read_lock` does.
-        let added = count & PERCPU_REF_ATOMIC_DEAD == 0
-            && unsafe { compat::percpu::this_cpu_inc(count as *mut c_ulong) };
+        let added = count & PERCPU_REF_ATOMIC_DEAD == 0 && {
+            // SAFETY: without a mode bit, `count` is the `__percpu` pointer of the per-CPU
+            // counters. They are summed into the atomic count, and later freed, only after the
+            // RCU grace period that switching to atomic mode waits for
+            // (`percpu_ref_switch_to_atomic_rcu`), which `_rcu` holds off until this increment
+            // is done, as C's `rcu_read_lock` does.
+            unsafe { compat::percpu::this_cpu_inc(count as *mut c_ulong) }
+        };
         if !added {
             self.inc_ref();
         }
