@@ -217,8 +217,10 @@ struct ib_udata *rdmavt_rs_bundle_udata(struct uverbs_attr_bundle *attrs)
 
 /*
  * Memory regions. percpu_ref_get/put are per-CPU operations whose fast path only exists as
- * a static inline, and the rest are static inlines or macros over ib_umem and scatterlist
- * internals: bindgen cannot call them, so each gets a one-line wrapper.
+ * a static inline (mr/region.rs has that fast path inline, for the data path, which runs in
+ * a read-side section; these wrappers serve a count in atomic mode and an ARef's reference),
+ * and the umem and scatterlist helpers are static inlines or macros: bindgen cannot call
+ * them, so each gets a one-line wrapper.
  */
 void rdmavt_rs_percpu_ref_get(struct percpu_ref *ref)
 {
@@ -317,16 +319,6 @@ bool rdmavt_rs_rdma_cap_opa_ah(struct ib_device *device, u32 port_num)
 u32 rdmavt_rs_opa_mcast_base(void)
 {
 	return opa_get_mcast_base(OPA_MCAST_NR);
-}
-
-void rdmavt_rs_rvt_put_ss(struct rvt_sge_state *ss)
-{
-	rvt_put_ss(ss);
-}
-
-void rdmavt_rs_rvt_put_mr(struct rvt_mregion *mr)
-{
-	rvt_put_mr(mr);
 }
 
 /* qp/timers.rs: timer set-up and arming are macros or static inlines. */

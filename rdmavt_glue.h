@@ -92,10 +92,6 @@ void rdmavt_rs_init_qp_waits(struct rvt_qp *qp);
 void rdmavt_rs_wait_qp_unused(struct rvt_qp *qp);
 bool rdmavt_rs_rdma_cap_opa_ah(struct ib_device *device, u32 port_num);
 u32 rdmavt_rs_opa_mcast_base(void);
-struct rvt_sge_state;
-struct rvt_mregion;
-void rdmavt_rs_rvt_put_ss(struct rvt_sge_state *ss);
-void rdmavt_rs_rvt_put_mr(struct rvt_mregion *mr);
 
 /* Receive queues and SRQs (krwq/, srq/). */
 int rdmavt_rs_ib_copy_from_udata(void *dest, struct ib_udata *udata, size_t len);

@@ -30,6 +30,10 @@ pub(crate) mod atomic;
 #[allow(dead_code)]
 pub(crate) mod percpu;
 
+// Proof of an RCU read-side critical section, from an RCU guard or a held spinlock.
+#[allow(dead_code)]
+pub(crate) mod read_side;
+
 // The interrupt-saving spinlock operations under both lines' `lock::SpinLockIrqBackend`.
 #[allow(dead_code)]
 mod irqsave;

@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-only
 
-//! `this_cpu_inc` of a `__percpu` counter, inline, on both kernel lines.
+//! `this_cpu_inc` and `this_cpu_dec` of a `__percpu` counter, inline, on both kernel lines.
 //!
-//! Neither kernel crate has per-CPU operations, and percpu-refcount.h's get is a static inline,
-//! which Rust could only reach through a C function: a call per key check (two a loopback
-//! message, `make profile` counted), each with its own RCU read-side section. On x86-64 with
-//! SMP, per-CPU data is addressed through `%gs`, and C's `this_cpu_inc` is one `inc` of
-//! `%gs:(ptr)` (arch/x86/include/asm/percpu.h): an instruction that neither an interrupt nor a
-//! preemption can split, so it needs no lock and no disabled preemption of its own. That is
-//! all [`this_cpu_inc`] is. Elsewhere (no SMP, other architectures) it does nothing and says
-//! so, and the caller takes the C path.
+//! Neither kernel crate has per-CPU operations, and percpu-refcount.h's get and put are static
+//! inlines, which Rust could only reach through a C function: a call per key check and per
+//! reference given back (`make profile` counted them), each with its own RCU read-side section.
+//! On x86-64 with SMP, per-CPU data is addressed through `%gs`, and C's `this_cpu_inc` is one
+//! `inc` of `%gs:(ptr)` (arch/x86/include/asm/percpu.h), its `this_cpu_dec` one `dec`:
+//! instructions that neither an interrupt nor a preemption can split, so they need no lock and
+//! no disabled preemption of their own. That is all [`this_cpu_inc`] and [`this_cpu_dec`] are.
+//! Elsewhere (no SMP, other architectures) they do nothing and say so, and the caller takes the
+//! C path.
 
 use kernel::ffi::c_ulong;
 
@@ -37,6 +38,26 @@ pub(crate) unsafe fn this_cpu_inc(ptr: *mut c_ulong) -> bool {
     true
 }
 
+/// Subtracts one from this CPU's instance of the per-CPU counter `ptr`, as C's `this_cpu_dec`;
+/// `false` (and nothing done) where that is not one instruction, for the caller to use C's.
+///
+/// # Safety
+///
+/// As [`this_cpu_inc`].
+#[cfg(all(target_arch = "x86_64", CONFIG_SMP))]
+#[inline(always)]
+pub(crate) unsafe fn this_cpu_dec(ptr: *mut c_ulong) -> bool {
+    // SAFETY: as in `this_cpu_inc`, with C's `dec` for an `add` of -1.
+    unsafe {
+        core::arch::asm!(
+            "dec qword ptr gs:[{ptr}]",
+            ptr = in(reg) ptr,
+            options(nostack),
+        );
+    }
+    true
+}
+
 /// Adds one to this CPU's instance of the per-CPU counter `ptr`, as C's `this_cpu_inc`;
 /// `false` (and nothing done) where that is not one instruction, for the caller to use C's.
 ///
@@ -46,5 +67,17 @@ pub(crate) unsafe fn this_cpu_inc(ptr: *mut c_ulong) -> bool {
 #[cfg(not(all(target_arch = "x86_64", CONFIG_SMP)))]
 #[inline(always)]
 pub(crate) unsafe fn this_cpu_inc(_ptr: *mut c_ulong) -> bool {
+    false
+}
+
+/// Subtracts one from this CPU's instance of the per-CPU counter `ptr`, as C's `this_cpu_dec`;
+/// `false` (and nothing done) where that is not one instruction, for the caller to use C's.
+///
+/// # Safety
+///
+/// As on x86-64 with SMP.
+#[cfg(not(all(target_arch = "x86_64", CONFIG_SMP)))]
+#[inline(always)]
+pub(crate) unsafe fn this_cpu_dec(_ptr: *mut c_ulong) -> bool {
     false
 }

@@ -293,7 +293,7 @@ impl Responder<'_, '_, '_> {
             // its region reference back: give it back now. C leaks it, and the responder's MR
             // can then never be deregistered.
             // SAFETY: the reference the rkey check just took; the SGE is not used again.
-            unsafe { sge::release_current(source) };
+            unsafe { sge::release_current(source, self.rcu.into()) };
         }
         // SAFETY: the WQE's SGEs are the destination; `wr.num_sge` of them.
         unsafe { start_sge(self.r.r_sge_mut(), wqe) };
@@ -334,7 +334,7 @@ impl Responder<'_, '_, '_> {
             // maps an aligned IB address to an unaligned kernel one; C runs a split-lock
             // atomic there, which the kernel may trap. Refused as a misaligned request.
             // SAFETY: the reference the rkey check took; the SGE is not used again.
-            unsafe { sge::release_current(target) };
+            unsafe { sge::release_current(target, rcu.into()) };
             return Err(Refused::invalid(self.sqp()));
         }
         // SAFETY: the rkey check gave a kernel mapping of 8 bytes, 8-aligned (checked above),
@@ -352,7 +352,7 @@ impl Responder<'_, '_, '_> {
             sge::cursor(self.busy.s_sge_mut())
                 .cast::<u64>()
                 .write_unaligned(old);
-            sge::release_current(target);
+            sge::release_current(target, rcu.into());
         }
         Ok(Delivery::done())
     }
@@ -374,6 +374,7 @@ impl Responder<'_, '_, '_> {
                 release,
                 copy_last,
                 dev,
+                self.rcu.into(),
             )
         };
         *self.busy.s_len_mut() = left;

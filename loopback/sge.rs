@@ -11,12 +11,17 @@ use kernel::{ffi::c_void, page::PAGE_SIZE};
 
 use crate::{
     bindings,
-    compat::rcu,
+    compat::{rcu, read_side::ReadSide},
     device::Device,
     macros::c_export,
     mr::{self, seg_ptr, SEGSZ},
     qp::{Qp, Swqe},
 };
+
+/// Whether a walk gives back the region reference of each SGE it finishes: `Some` with the
+/// read-side section to do it in (see [`mr::put_mr`]), `None` when the state's references
+/// are someone else's to drop.
+pub(super) type Release<'a> = Option<ReadSide<'a>>;
 
 /// `rvt_get_sge_length`: how many of `length` bytes go to the current segment of `sge`.
 pub(super) fn sge_length(sge: &bindings::rvt_sge, length: u32) -> u32 {
@@ -24,8 +29,8 @@ pub(super) fn sge_length(sge: &bindings::rvt_sge, length: u32) -> u32 {
 }
 
 /// `rvt_update_sge`: moves the cursor `len` bytes forward, to the next segment of the region
-/// or to the next SGE when one runs out. With `release`, an SGE that is done gives back its
-/// region reference.
+/// or to the next SGE when one runs out. With `release` (the read-side section to do it in),
+/// an SGE that is done gives back its region reference.
 ///
 /// Unlike C, a state whose SGEs are all consumed (`num_sge` 0) stays so: C decrements the
 /// count below zero and reads past the list.
@@ -36,7 +41,7 @@ pub(super) fn sge_length(sge: &bindings::rvt_sge, length: u32) -> u32 {
 /// region (or, with `sge.length` never reaching 0 mid-SGE, NULL), and with `release` the state
 /// holds a reference on each region of its SGEs. `len <= sge_length(&ss.sge, len)`.
 #[inline(never)]
-pub(super) unsafe fn update_sge(ss: &mut bindings::rvt_sge_state, len: u32, release: bool) {
+pub(super) unsafe fn update_sge(ss: &mut bindings::rvt_sge_state, len: u32, release: Release<'_>) {
     let sge = &mut ss.sge;
     sge.vaddr = sge.vaddr.cast::<u8>().wrapping_add(len as usize).cast();
     sge.length = sge.length.wrapping_sub(len);
@@ -58,10 +63,10 @@ pub(super) unsafe fn update_sge(ss: &mut bindings::rvt_sge_state, len: u32, rele
 ///
 /// As [`update_sge`].
 #[inline(never)]
-unsafe fn next_sge(ss: &mut bindings::rvt_sge_state, release: bool) {
-    if release {
+unsafe fn next_sge(ss: &mut bindings::rvt_sge_state, release: Release<'_>) {
+    if let Some(at) = release {
         // SAFETY: the state holds a reference on the region (caller's guarantee).
-        unsafe { bindings::rdmavt_rs_rvt_put_mr(ss.sge.mr) };
+        unsafe { mr::put_mr(ss.sge.mr, at) };
     }
     ss.num_sge = ss.num_sge.saturating_sub(1);
     if ss.num_sge != 0 {
@@ -120,7 +125,11 @@ unsafe fn next_segment(sge: &mut bindings::rvt_sge) {
 /// # Safety
 ///
 /// As [`update_sge`].
-pub(super) unsafe fn skip_sge(ss: &mut bindings::rvt_sge_state, mut length: u32, release: bool) {
+pub(super) unsafe fn skip_sge(
+    ss: &mut bindings::rvt_sge_state,
+    mut length: u32,
+    release: Release<'_>,
+) {
     while length != 0 {
         let len = sge_length(&ss.sge, length);
         if crate::compat::warn_on!(len == 0) {
@@ -213,7 +222,7 @@ pub(super) unsafe fn copy_run(
     ss: &mut bindings::rvt_sge_state,
     mut data: *const u8,
     mut length: u32,
-    release: bool,
+    release: Release<'_>,
     how: Store,
 ) -> u32 {
     while length != 0 {
@@ -243,7 +252,7 @@ pub(super) unsafe fn copy_sge(
     ss: &mut bindings::rvt_sge_state,
     data: *const u8,
     length: u32,
-    release: bool,
+    release: Release<'_>,
     copy_last: bool,
     mode: CopyMode,
 ) {
@@ -280,6 +289,9 @@ pub(crate) unsafe extern "C" fn rvt_copy_sge(
     // SAFETY: a live QP of ours (caller's guarantee).
     let qp = unsafe { Qp::from_raw(qp) };
     let mode = copy_mode(qp.device(), length);
+    // A driver may call this outside any read-side section (hfi1's receive path does).
+    let rcu = release.then(rcu::read_lock);
+    let release = rcu.as_ref().map(ReadSide::from);
     // SAFETY: the caller's guarantee; the driver owns `ss` for the call.
     unsafe { copy_sge(&mut *ss, data.cast(), length, release, copy_last, mode) };
 }
@@ -328,7 +340,7 @@ pub(super) fn check_rkey(
     acc: u32,
     rcu: &rcu::Guard,
 ) -> bool {
-    mr::check_rkey(qp, &mut ss.sge, len, vaddr, rkey, acc, rcu)
+    mr::check_rkey(qp, &mut ss.sge, len, vaddr, rkey, acc, rcu.into())
 }
 
 /// Makes the current SGE of `ss` its only one, of `len` bytes: the memory of a checked rkey.
@@ -343,32 +355,24 @@ pub(super) fn cursor(ss: &bindings::rvt_sge_state) -> *mut c_void {
     ss.sge.vaddr
 }
 
-/// Gives back the region reference of the current SGE of `ss`, which is then empty.
+/// Gives back the region reference of the current SGE of `ss`, inside the read-side section
+/// `at`; `ss` is then empty.
 ///
 /// # Safety
 ///
 /// The current SGE holds a reference to its region (a checked key), and nothing but `ss`
 /// uses it.
-pub(super) unsafe fn release_current(ss: &mut bindings::rvt_sge_state) {
+pub(super) unsafe fn release_current(ss: &mut bindings::rvt_sge_state, at: ReadSide<'_>) {
     // SAFETY: the caller's guarantee.
-    unsafe { bindings::rdmavt_rs_rvt_put_mr(ss.sge.mr) };
+    unsafe { mr::put_mr(ss.sge.mr, at) };
     ss.num_sge = 0;
-}
-
-/// `rvt_put_ss`: gives back the region references of every SGE left in `ss`.
-///
-/// # Safety
-///
-/// `ss` is a consistent state that holds a reference on each region of its SGEs.
-pub(super) unsafe fn put_ss(ss: &mut bindings::rvt_sge_state) {
-    // SAFETY: the caller's guarantee.
-    unsafe { bindings::rdmavt_rs_rvt_put_ss(ss) };
 }
 
 /// Moves `length` bytes from the SGEs of `src` into those of `dst`, a segment at a time;
 /// returns the bytes left, 0 unless a state runs out first (a warning). `release`: `dst`'s
 /// SGEs give back their region references as they fill, and what is left of them at the
-/// end; otherwise `src`'s do as they empty. `copy_last`: see [`copy_sge`].
+/// end; otherwise `src`'s do as they empty, inside the read-side section `at`. `copy_last`:
+/// see [`copy_sge`].
 ///
 /// # Safety
 ///
@@ -382,7 +386,13 @@ pub(super) unsafe fn transfer(
     release: bool,
     copy_last: bool,
     dev: &Device,
+    at: ReadSide<'_>,
 ) -> u32 {
+    let (dst_release, src_release) = if release {
+        (Some(at), None)
+    } else {
+        (None, Some(at))
+    };
     while length != 0 {
         let len = sge_length(&src.sge, length);
         if crate::compat::warn_on!(len == 0) {
@@ -394,17 +404,17 @@ pub(super) unsafe fn transfer(
                 dst,
                 src.sge.vaddr.cast(),
                 len,
-                release,
+                dst_release,
                 copy_last,
                 copy_mode(dev, len),
             );
-            update_sge(src, len, !release);
+            update_sge(src, len, src_release);
         }
         length -= len;
     }
     if release {
         // SAFETY: what is left of `dst` still holds references (caller's guarantee).
-        unsafe { put_ss(dst) };
+        unsafe { mr::put_ss(dst, at) };
     }
     length
 }
@@ -429,7 +439,7 @@ pub(crate) unsafe extern "C" fn rvt_restart_sge(
     unsafe {
         let ss = &mut *ss;
         start_sge(ss, wqe);
-        skip_sge(ss, len, false);
+        skip_sge(ss, len, None);
     }
     wqe.length().wrapping_sub(len)
 }

@@ -105,7 +105,7 @@ mod suite {
         let mut ss = state(&mut list);
         let data = pattern(150)?;
         // SAFETY: the state covers 150 bytes of `mr.buf`; `data` has 150.
-        unsafe { copy_sge(&mut ss, data.as_ptr(), 150, false, false, CopyMode::Cached) };
+        unsafe { copy_sge(&mut ss, data.as_ptr(), 150, None, false, CopyMode::Cached) };
         assert_eq!(&mr.buf[..100], &data[..100]);
         assert!(mr.buf[100..192].iter().all(|&b| b == 0));
         assert_eq!(&mr.buf[192..242], &data[100..]);
@@ -127,7 +127,7 @@ mod suite {
         let mut list = [mr.sge(32, 96)];
         let mut ss = state(&mut list);
         // SAFETY: the state covers 96 bytes of `mr.buf` from 32; `src` has 128 bytes.
-        unsafe { copy_sge(&mut ss, src, 96, false, false, CopyMode::Cached) };
+        unsafe { copy_sge(&mut ss, src, 96, None, false, CopyMode::Cached) };
         assert_eq!(&mr.buf[..32], &data[..32]);
         assert_eq!(&mr.buf[32..], &data[..96]);
         Ok(())
@@ -140,12 +140,12 @@ mod suite {
         let data = pattern(60)?;
         // SAFETY: as above; two calls of 27 and 33 bytes.
         unsafe {
-            copy_sge(&mut ss, data.as_ptr(), 27, false, true, CopyMode::Cached);
+            copy_sge(&mut ss, data.as_ptr(), 27, None, true, CopyMode::Cached);
             copy_sge(
                 &mut ss,
                 data.as_ptr().add(27),
                 33,
-                false,
+                None,
                 true,
                 CopyMode::Cached,
             );
@@ -156,7 +156,7 @@ mod suite {
         let mut list = [mr.sge(0, 5)];
         let mut ss = state(&mut list);
         // SAFETY: as above.
-        unsafe { copy_sge(&mut ss, [9u8; 5].as_ptr(), 5, false, true, CopyMode::Cached) };
+        unsafe { copy_sge(&mut ss, [9u8; 5].as_ptr(), 5, None, true, CopyMode::Cached) };
         assert_eq!(mr.buf[..5], [9; 5]);
         Ok(())
     }
@@ -173,7 +173,7 @@ mod suite {
                 &mut ss,
                 [1, 2, 3, 4, 5, 6, 7, 8u8].as_ptr(),
                 8,
-                false,
+                None,
                 false,
                 CopyMode::Cacheless,
             )
@@ -193,7 +193,7 @@ mod suite {
                 &mut ss,
                 data.as_ptr(),
                 8,
-                false,
+                None,
                 Store::Bulk(CopyMode::Cached),
             )
         };

@@ -12,7 +12,7 @@ use core::ptr;
 
 use kernel::{ffi::c_int, prelude::*};
 
-use crate::compat::rcu;
+use crate::compat::{rcu, read_side::ReadSide};
 
 use super::{
     lkey::{self, LkeyTable},
@@ -82,21 +82,21 @@ enum Stored {
 
 /// The region `key` names in `table`, referenced and checked as both key checks do: still
 /// published, not invalidated, the very key (generation and user byte included), and the
-/// PD `pd`; `rcu` is the read-side section the caller checks the key in. Inline: it is most of
+/// PD `pd`; `at` is the read-side section the caller checks the key in. Inline: it is most of
 /// each key check, twice per loopback message.
 #[inline]
 fn find(
     table: &LkeyTable,
     key: u32,
     pd: *mut bindings::ib_pd,
-    rcu: &rcu::Guard,
+    at: ReadSide<'_>,
 ) -> Option<crate::compat::aref::ARef<Mregion>> {
-    let mr = table.lookup(key, rcu)?.reference(rcu);
+    let mr = table.lookup(key, at)?.reference(at);
     // A failed check drops `mr`, giving the reference back (C's bail_unref).
     (mr.published() && !mr.invalidated() && mr.lkey() == key && mr.pd() == pd).then_some(mr)
 }
 
-/// The body of `rvt_lkey_ok`, inside the caller's RCU read-side section `rcu`.
+/// The body of `rvt_lkey_ok`, inside the caller's RCU read-side section `at`.
 ///
 /// # Safety
 ///
@@ -108,7 +108,7 @@ unsafe fn lkey_ok(
     last: Option<&mut bindings::rvt_sge>,
     sge: &bindings::ib_sge,
     acc: c_int,
-    rcu: &rcu::Guard,
+    at: ReadSide<'_>,
 ) -> Result<Stored> {
     // SAFETY: `pd` is live (caller's guarantee); `ibpd` is its head.
     let (user, ibpd) = unsafe { ((*pd).user, &raw mut (*pd).ibpd) };
@@ -122,14 +122,14 @@ unsafe fn lkey_ok(
         }
         // SAFETY: the PD's device is one of ours and outlives the PD.
         let dev = unsafe { Device::from_ib((*ibpd).device) };
-        let mr = lkey::dma_mr(dev, rcu).ok_or(EINVAL)?.reference(rcu);
+        let mr = lkey::dma_mr(dev, at).ok_or(EINVAL)?.reference(at);
         Mregion::fill_dma_sge(mr, isge, sge.addr, sge.length);
         return Ok(Stored::Added);
     }
     if sge_adjacent(last, sge) {
         return Ok(Stored::Merged);
     }
-    let mr = find(rkt, sge.lkey, ibpd, rcu).ok_or(EINVAL)?;
+    let mr = find(rkt, sge.lkey, ibpd, at).ok_or(EINVAL)?;
     let off = range_offset(sge.addr, mr.user_base(), sge.length, mr.length()).ok_or(EINVAL)?;
     if !lkey_access_ok(mr.access_flags(), acc) {
         return Err(EINVAL);
@@ -144,25 +144,26 @@ unsafe fn lkey_ok(
 /// `rvt_lkey_ok` for our own `post_send`: checks SGE `sge` of a request posted on `qp` for
 /// access `acc` (`ACCESS_LOCAL_WRITE` or none) and stores it in `new`, which then holds a
 /// reference to its region; or, when it continues `last`, grows that one instead. `Ok(true)`:
-/// stored in `new`; `Ok(false)`: merged into `last`.
+/// stored in `new`; `Ok(false)`: merged into `last`. `at`: the poster's read-side section, its
+/// `s_hlock`.
 pub(crate) fn check_lkey(
     qp: &Qp,
     new: &mut bindings::rvt_sge,
     last: Option<&mut bindings::rvt_sge>,
     sge: &bindings::ib_sge,
     acc: u32,
+    at: ReadSide<'_>,
 ) -> Result<bool> {
     // CAST: IB access flags fit an int.
     let acc = acc as c_int;
     let table = LkeyTable::of(qp.device());
-    let rcu = rcu::read_lock();
     // SAFETY: the QP's PD is a live PD of ours; `new` and `last` are distinct references.
-    let stored = unsafe { lkey_ok(table, qp.pd(), new, last, sge, acc, &rcu) }?;
+    let stored = unsafe { lkey_ok(table, qp.pd(), new, last, sge, acc, at) }?;
     Ok(traced(stored, new, sge))
 }
 
 /// `rvt_lkey_ok` for SGE `sge` of a receive WQE of `qp` (`init_sge`), inside the caller's RCU
-/// read-side section `rcu`: checks it for local write under PD `pd` (the QP's, or its SRQ's)
+/// read-side section `at`: checks it for local write under PD `pd` (the QP's, or its SRQ's)
 /// and stores it in `new`, which then holds a reference to its region.
 ///
 /// # Safety
@@ -173,13 +174,13 @@ pub(crate) unsafe fn check_recv_lkey(
     pd: *mut bindings::rvt_pd,
     new: &mut bindings::rvt_sge,
     sge: &bindings::ib_sge,
-    rcu: &rcu::Guard,
+    at: ReadSide<'_>,
 ) -> Result {
     // CAST: IB access flags fit an int.
     let acc = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE as c_int;
     let table = LkeyTable::of(qp.device());
     // SAFETY: `pd` is a live PD of ours (caller's guarantee); there is no SGE to merge into.
-    let stored = unsafe { lkey_ok(table, pd, new, None, sge, acc, rcu) }?;
+    let stored = unsafe { lkey_ok(table, pd, new, None, sge, acc, at) }?;
     traced(stored, new, sge);
     Ok(())
 }
@@ -227,7 +228,7 @@ pub(crate) unsafe extern "C" fn rvt_lkey_ok(
             last_sge.as_mut(),
             sge,
             acc,
-            &rcu,
+            (&rcu).into(),
         )
     };
     match res {
@@ -237,7 +238,7 @@ pub(crate) unsafe extern "C" fn rvt_lkey_ok(
 }
 c_export!(rvt_lkey_ok);
 
-/// The body of `rvt_rkey_ok`, inside the caller's RCU read-side section `rcu`; `None` where C
+/// The body of `rvt_rkey_ok`, inside the caller's RCU read-side section `at`; `None` where C
 /// returns 0.
 ///
 /// # Safety
@@ -250,7 +251,7 @@ unsafe fn rkey_ok(
     vaddr: u64,
     rkey: u32,
     acc: c_int,
-    rcu: &rcu::Guard,
+    at: ReadSide<'_>,
 ) -> Option<()> {
     let (dev, pd) = (qp.device(), qp.pd().cast::<bindings::ib_pd>());
     // Key 0 is the DMA MR: kernel virtual addresses, for kernel PDs.
@@ -259,12 +260,12 @@ unsafe fn rkey_ok(
             return None;
         }
         // C takes the DMA MR of the PD's device, which is the QP's.
-        let mr = lkey::dma_mr(dev, rcu)?.reference(rcu);
+        let mr = lkey::dma_mr(dev, at)?.reference(at);
         // SAFETY: `sge` is valid for writes (caller's guarantee).
         Mregion::fill_dma_sge(mr, unsafe { &mut *sge }, vaddr, len);
         return Some(());
     }
-    let mr = find(LkeyTable::of(dev), rkey, pd, rcu)?;
+    let mr = find(LkeyTable::of(dev), rkey, pd, at)?;
     // C accepts `vaddr - iova + len` wrapping around 2^64 and then indexes the map with the
     // huge offset, reading past it; `range_offset` refuses such a request instead.
     let off = range_offset(vaddr, mr.iova(), len, mr.length())?;
@@ -276,7 +277,7 @@ unsafe fn rkey_ok(
     Mregion::fill_sge(mr, unsafe { &mut *sge }, pos, len).ok()
 }
 
-/// `rvt_rkey_ok` for our own responder, inside its RCU read-side section `rcu`: checks an RDMA
+/// `rvt_rkey_ok` for our own responder, inside its RCU read-side section `at`: checks an RDMA
 /// request for `len` bytes at `vaddr` under `rkey` on `qp` for access `acc` (`ACCESS_REMOTE_*`,
 /// any one of them) and points `sge` at the memory, holding a reference to its region.
 /// `false`: refused, `sge` unchanged or holding no reference.
@@ -287,12 +288,12 @@ pub(crate) fn check_rkey(
     vaddr: u64,
     rkey: u32,
     acc: u32,
-    rcu: &rcu::Guard,
+    at: ReadSide<'_>,
 ) -> bool {
     // CAST: IB access flags fit an int.
     let acc = acc as c_int;
     // SAFETY: a live QP of ours; `sge` is valid for writes.
-    unsafe { rkey_ok(qp, sge, len, vaddr, rkey, acc, rcu) }.is_some()
+    unsafe { rkey_ok(qp, sge, len, vaddr, rkey, acc, at) }.is_some()
 }
 
 /// Checks an RDMA request for `len` bytes at `vaddr` under `rkey` on `qp` for access `acc`
@@ -313,7 +314,8 @@ pub(crate) unsafe extern "C" fn rvt_rkey_ok(
 ) -> c_int {
     let rcu = rcu::read_lock();
     // SAFETY: a live QP of ours; `sge` is valid for writes (caller's guarantees).
-    c_int::from(unsafe { rkey_ok(Qp::from_raw(qp), sge, len, vaddr, rkey, acc, &rcu) }.is_some())
+    let ok = unsafe { rkey_ok(Qp::from_raw(qp), sge, len, vaddr, rkey, acc, (&rcu).into()) };
+    c_int::from(ok.is_some())
 }
 c_export!(rvt_rkey_ok);
 
@@ -384,7 +386,7 @@ pub(crate) fn invalidate_rkey(qp: &Qp, rkey: u32) -> Result {
     // SAFETY: the QP is live; its PD outlives it.
     let pd = unsafe { (*qp.ibqp()).pd };
     let rcu = rcu::read_lock();
-    match LkeyTable::of(qp.device()).lookup(rkey, &rcu) {
+    match LkeyTable::of(qp.device()).lookup(rkey, (&rcu).into()) {
         Some(mr) if mr.lkey() == rkey && mr.pd() == pd => {
             mr.set_invalidated(true);
             Ok(())

@@ -29,7 +29,7 @@ use crate::compat::{
     self,
     atomic::{Atomic, Relaxed, Release},
     lock::{Guard, SpinLockIrqBackend},
-    rcu,
+    read_side::ReadSide,
 };
 
 use super::region::Mregion;
@@ -138,12 +138,12 @@ impl LkeyTable {
 
     /// `rcu_dereference(rkt->table[key >> rkt->shift])`: the region in `key`'s slot, which
     /// may hold another key (callers compare `lkey`).
-    pub(super) fn lookup<'a>(&'a self, key: u32, _rcu: &'a rcu::Guard) -> Option<&'a Mregion> {
+    pub(super) fn lookup<'a>(&'a self, key: u32, _at: ReadSide<'a>) -> Option<&'a Mregion> {
         // ORDERING: Relaxed is READ_ONCE, which is what rcu_dereference is: the address
         // dependency orders the region's fields after the Release in `publish`.
         let mr = self.slot(self.index(key)).load(Relaxed);
         // SAFETY: a region in a slot is alive, and it stays alive for the RCU read-side
-        // section `_rcu` proves: `dereg_mr` empties the slot and waits for a grace period
+        // section `_at` proves: `dereg_mr` empties the slot and waits for a grace period
         // before it can free the region.
         (!mr.is_null()).then(|| unsafe { Mregion::from_raw(mr) })
     }
@@ -161,13 +161,13 @@ impl LkeyTable {
 }
 
 /// `rcu_dereference(rdi->dma_mr)`: the device's DMA MR, the region of key 0.
-pub(super) fn dma_mr<'a>(dev: &'a Device, _rcu: &'a rcu::Guard) -> Option<&'a Mregion> {
+pub(super) fn dma_mr<'a>(dev: &'a Device, _at: ReadSide<'a>) -> Option<&'a Mregion> {
     // SAFETY: `dma_mr` is a field of the live device, only accessed atomically.
     let slot = unsafe { Atomic::from_ptr(&raw mut (*dev.as_raw()).dma_mr) };
     // ORDERING: Relaxed is READ_ONCE, as rcu_dereference (see `LkeyTable::lookup`).
     let mr = slot.load(Relaxed);
     // SAFETY: the DMA MR is alive while published; as in C, its readers rely on the RCU
-    // section `_rcu` proves and on `dereg_mr` waiting for their references.
+    // section `_at` proves and on `dereg_mr` waiting for their references.
     (!mr.is_null()).then(|| unsafe { Mregion::from_raw(mr) })
 }
 

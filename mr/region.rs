@@ -25,8 +25,8 @@ use kernel::{
 use crate::compat::{
     self,
     aref::{ARef, AlwaysRefCounted},
-    atomic::{Atomic, Relaxed},
-    rcu,
+    atomic::{Atomic, Full, Relaxed},
+    read_side::ReadSide,
 };
 
 use crate::bindings;
@@ -41,6 +41,55 @@ pub(crate) const SEGSZ: usize = PAGE_SIZE / size_of::<bindings::rvt_seg>();
 // bindgen cannot evaluate RVT_SEGSZ; the array type it sized is the check.
 const _: () =
     assert!(size_of::<bindings::rvt_segarray>() == SEGSZ * size_of::<bindings::rvt_seg>());
+
+/// `rvt_put_mr`: gives back the reference to `mr` that an SGE held, inside the read-side
+/// section `at` (an RCU guard, or the QP spinlock under which the SGE is consumed).
+///
+/// # Safety
+///
+/// `mr` is a region of ours on which the caller owns a reference, which it no longer uses.
+pub(crate) unsafe fn put_mr(mr: *mut bindings::rvt_mregion, at: ReadSide<'_>) {
+    // SAFETY: the caller's reference keeps the region alive for the call.
+    unsafe { Mregion::from_raw(mr).put_in(at) };
+}
+
+/// `rvt_put_ss`: gives back the region references of every SGE left in `ss`, inside the
+/// read-side section `at`; `ss` is then empty. Usually it already is (a delivery consumes its
+/// receive SGEs): that test is inline, the loop is not, so that the loopback's copy path stays
+/// small enough for the compiler to inline.
+///
+/// # Safety
+///
+/// `ss` is a consistent state (`sg_list` has `num_sge - 1` more entries) whose SGEs each hold
+/// a reference to their region, and nothing else uses them.
+#[inline]
+pub(crate) unsafe fn put_ss(ss: &mut bindings::rvt_sge_state, at: ReadSide<'_>) {
+    if ss.num_sge != 0 {
+        // SAFETY: the caller's guarantee.
+        unsafe { put_each(ss, at) };
+    }
+}
+
+/// [`put_ss`]'s loop.
+///
+/// # Safety
+///
+/// As [`put_ss`].
+#[inline(never)]
+unsafe fn put_each(ss: &mut bindings::rvt_sge_state, at: ReadSide<'_>) {
+    while ss.num_sge != 0 {
+        // SAFETY: the current SGE holds a reference (caller's guarantee).
+        unsafe { put_mr(ss.sge.mr, at) };
+        ss.num_sge -= 1;
+        if ss.num_sge != 0 {
+            // SAFETY: `sg_list` has `num_sge` more entries (caller's guarantee).
+            unsafe {
+                ss.sge = *ss.sg_list;
+                ss.sg_list = ss.sg_list.add(1);
+            }
+        }
+    }
+}
 
 /// The segment at (`m`, `n`) of `mr`'s map, if the map has array `m`: the one place that
 /// walks a region's map of `mapsz` arrays of `RVT_SEGSZ` segments.
@@ -295,28 +344,92 @@ impl Mregion {
         unsafe { Self::dec_ref(NonNull::from(self)) };
     }
 
-    /// The region with a new reference, taken inside the RCU read-side section in which the
-    /// caller found it: `percpu_ref_get`, whose own `rcu_read_lock` that section stands for.
-    /// While the count is per-CPU (every region but one being deregistered), that is one `inc`
-    /// of this CPU's counter, inline; otherwise C's function.
-    pub(super) fn reference(&self, _rcu: &rcu::Guard) -> ARef<Self> {
+    /// `__ref_is_percpu`: the `__percpu` pointer of the count's per-CPU counters while the
+    /// count is per-CPU (every region but one being deregistered); `None` once it is atomic.
+    /// Inside a read-side section, as C's callers are, the counters stay allocated and every
+    /// change to them counts: switching to atomic mode sums them, and later frees them, only
+    /// after the RCU grace period it waits for (`percpu_ref_switch_to_atomic_rcu`).
+    fn percpu_count(&self, _at: ReadSide<'_>) -> Option<*mut c_ulong> {
         // SAFETY: the refcount was initialised by `init` (type invariant). A volatile read is
         // `__ref_is_percpu`'s READ_ONCE: `percpu_ref_kill` sets the mode bits concurrently,
         // and the test and the use must see one value.
         let count = unsafe { ptr::read_volatile(&raw const (*self.refcount()).percpu_count_ptr) };
-        let added = count & PERCPU_REF_ATOMIC_DEAD == 0 && {
-            // SAFETY: without a mode bit, `count` is the `__percpu` pointer of the per-CPU
-            // counters. They are summed into the atomic count, and later freed, only after the
-            // RCU grace period that switching to atomic mode waits for
-            // (`percpu_ref_switch_to_atomic_rcu`), which `_rcu` holds off until this increment
-            // is done, as C's `rcu_read_lock` does.
-            unsafe { compat::percpu::this_cpu_inc(count as *mut c_ulong) }
-        };
-        if !added {
-            self.inc_ref();
+        (count & PERCPU_REF_ATOMIC_DEAD == 0).then_some(count as *mut c_ulong)
+    }
+
+    /// The count's shared part, `data->count`: the count itself once it is in atomic mode.
+    fn shared_count(&self) -> &Atomic<i64> {
+        // SAFETY: `init` allocated `data`, which lives until `deinit` (type invariant: the
+        // region is alive); the count is an atomic_long_t, accessed only atomically.
+        unsafe { Atomic::from_ptr(&raw mut (*(*self.refcount()).data).count.counter) }
+    }
+
+    /// The region with a new reference, taken inside the read-side section `at` in which the
+    /// caller found it: `percpu_ref_get`, whose own `rcu_read_lock` that section stands for.
+    /// Inline, as C's: one `inc` of this CPU's counter while the count is per-CPU (every
+    /// region but one being deregistered), an atomic add to the shared count once it is not.
+    /// No call on either path, so that the key checks around it keep their values in
+    /// registers.
+    pub(super) fn reference(&self, at: ReadSide<'_>) -> ARef<Self> {
+        match self.percpu_count(at) {
+            Some(count) => {
+                // SAFETY: this CPU's counter, which stays allocated and unsummed while `at`
+                // lasts (see `percpu_count`).
+                if !unsafe { compat::percpu::this_cpu_inc(count) } {
+                    self.inc_ref();
+                }
+            }
+            // C's `atomic_long_add`.
+            None => self.shared_count().add(1, Relaxed),
         }
         // SAFETY: the reference just taken is the one the `ARef` owns.
         unsafe { ARef::from_raw(NonNull::from(self)) }
+    }
+
+    /// `rvt_put_mr` inside the read-side section `at`: `percpu_ref_put`, as
+    /// [`Mregion::reference`] is its get. While the count is per-CPU, one `dec` of this CPU's
+    /// counter, which cannot reach zero that way; once it is atomic, C's
+    /// `atomic_long_sub_and_test`, and the release callback for the last reference.
+    ///
+    /// # Safety
+    ///
+    /// The caller owns one reference to the region, which this gives back.
+    unsafe fn put_in(&self, at: ReadSide<'_>) {
+        match self.percpu_count(at) {
+            Some(count) => {
+                // SAFETY: as in `reference`; the caller's reference keeps the region, and with
+                // it the counter's pointer, alive until this returns.
+                if !unsafe { compat::percpu::this_cpu_dec(count) } {
+                    // SAFETY: the caller's reference, given back.
+                    unsafe { self.put() };
+                }
+            }
+            None => {
+                if self.shared_count().fetch_sub(1, Full) == 1 {
+                    // SAFETY: that was the last reference; the count is dead and atomic.
+                    unsafe { self.release_last() };
+                }
+            }
+        }
+    }
+
+    /// Runs the count's release callback (`complete_region`, set by `init`), as
+    /// `percpu_ref_put` does when the last reference goes. Out of line: it runs once per
+    /// region.
+    ///
+    /// # Safety
+    ///
+    /// The count just dropped to zero.
+    #[cold]
+    unsafe fn release_last(&self) {
+        let refcount = self.refcount();
+        // SAFETY: `data` lives until `deinit` (see `shared_count`); its `release` is the
+        // callback `init` registered, which takes the refcount.
+        unsafe {
+            if let Some(release) = (*(*refcount).data).release {
+                release(refcount);
+            }
+        }
     }
 
     /// The region's count, for the error message when `dereg_mr` gives up waiting.

@@ -1,19 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0-only
 
 //! The `rdmavt_rs_mr` KUnit suite: key encoding and checks, the lkey table's free-slot search,
-//! region sizes and segment lookup.
+//! region sizes and segment lookup, and a region's reference count.
 
 mod suite {
     use crate::bindings;
     use crate::compat::kunit::{assert, assert_eq};
+    use crate::compat::{aref::ARef, rcu};
     use crate::mr::{
         keys::{lkey_access_ok, range_offset, rkey_access_ok},
         lkey::{encode, find_free, index_of, next_key, MAX_BITS},
         mr_size,
-        region::{locate_uniform, locate_walk, segarrays, SegPos, SEGSZ},
+        region::{locate_uniform, locate_walk, put_mr, segarrays, Mregion, SegPos, SEGSZ},
     };
-    use core::mem::size_of;
-    use kernel::page::{PAGE_SHIFT, PAGE_SIZE};
+    use core::{mem::size_of, ptr};
+    use kernel::{
+        page::{PAGE_SHIFT, PAGE_SIZE},
+        prelude::*,
+    };
 
     fn segsz_fills_a_page() {
         assert_eq!(SEGSZ * size_of::<bindings::rvt_seg>(), PAGE_SIZE);
@@ -126,6 +130,43 @@ mod suite {
         assert_eq!(locate_walk(0, |m, _| (m == 0).then_some(0)), None);
     }
 
+    /// References taken and given back inline, on this CPU's counter, count as C's do: once
+    /// `percpu_ref_kill` has switched the count to atomic mode (in an RCU callback), it holds
+    /// exactly the references still out, and the last put, now C's atomic path, completes the
+    /// region.
+    fn region_references_inline() -> Result {
+        // SAFETY: all zero is the state `Mregion::init` starts from.
+        let zeroed = unsafe { core::mem::zeroed::<bindings::rvt_mregion>() };
+        let mut raw = KBox::new(zeroed, GFP_KERNEL)?;
+        let mr: *mut bindings::rvt_mregion = &raw mut *raw;
+        // SAFETY: zeroed and ours alone; no segments, so no map arrays.
+        unsafe { Mregion::init(mr, ptr::null_mut(), 0, kernel::bindings::NUMA_NO_NODE) }?;
+        // SAFETY: set up just now; freed only by `deinit`, after its last reference.
+        let region = unsafe { Mregion::from_raw(mr) };
+        let rcu = rcu::read_lock();
+        for _ in 0..3 {
+            let _ = ARef::into_raw(region.reference((&rcu).into()));
+        }
+        for _ in 0..2 {
+            // SAFETY: one of the references taken above, given back.
+            unsafe { put_mr(mr, (&rcu).into()) };
+        }
+        drop(rcu);
+        region.kill();
+        // SAFETY: process context, no lock held; waits for the switch to atomic mode.
+        unsafe { bindings::rcu_barrier() };
+        assert_eq!(region.count(), 1);
+        assert!(!region.wait_unused(0));
+        let rcu = rcu::read_lock();
+        // SAFETY: the last reference, given back.
+        unsafe { put_mr(mr, (&rcu).into()) };
+        drop(rcu);
+        assert!(region.wait_unused(0));
+        // SAFETY: no reference is left and the region was never published.
+        unsafe { Mregion::deinit(mr) };
+        Ok(())
+    }
+
     crate::compat::kunit::kunit_suite!(
         rdmavt_rs_mr,
         [
@@ -138,6 +179,7 @@ mod suite {
             access_flags,
             ranges,
             segment_positions,
+            region_references_inline,
         ]
     );
 }

@@ -47,7 +47,7 @@ impl Qp {
             .then(|| Wc::new(self.ibqp(), wqe.wr_id(), opcode, status).byte_len(wqe.length()));
         // SAFETY: the caller guarantees `wqe` is the finished WQE at `s_last`, which stays
         // ours until `s_last` moves past it.
-        unsafe { wqe.put_refs(self) };
+        unsafe { wqe.put_refs(self, s.read_side()) };
         // The WQE was read above: a poster may reuse the slot as soon as `s_last` moves.
         let last = next_slot(s.s_last(), self.s_size());
         s.publish_s_last(last);

@@ -80,6 +80,7 @@ use kernel::types::Opaque;
 use crate::compat::{
     aref::AlwaysRefCounted,
     lock::{assume_held, Guard, SpinLockIrqBackend},
+    read_side::ReadSide,
 };
 
 use crate::{
@@ -344,6 +345,12 @@ impl<'a> QpGuard<'a> {
             _not_send: PhantomData,
         }
     }
+
+    /// The RCU read-side section that the held lock is: for giving back region references
+    /// without a section of their own.
+    fn read_side(&self) -> ReadSide<'_> {
+        ReadSide::spinlock(&self._guard)
+    }
 }
 
 /// `r_lock` held: see [`Qp::r_lock`].
@@ -368,6 +375,19 @@ macro_rules! guard_qp {
     )*};
 }
 guard_qp!(RecvGuard, SendGuard);
+
+// Every QP lock held is an RCU read-side section (see `ReadSide`).
+macro_rules! guard_read_side {
+    ($($guard:ident),*) => {$(
+        impl $guard<'_> {
+            /// The RCU read-side section that the held lock is.
+            pub(crate) fn read_side(&self) -> ReadSide<'_> {
+                self.0.read_side()
+            }
+        }
+    )*};
+}
+guard_read_side!(RecvGuard, PostGuard, SendGuard);
 
 impl SendGuard<'_> {
     /// The QP's state (`IB_QPS_*`). Written only with both `r_lock` and `s_lock` held, so

@@ -10,7 +10,7 @@ use kernel::{ffi::c_int, prelude::*};
 use super::{state_ops, Locked, Qp, RecvGuard};
 use crate::{
     bindings,
-    compat::rcu,
+    compat::{rcu, read_side::ReadSide},
     cq::{RecvExtra, Wc, WcOpcode, WcStatus},
     krwq::{
         self,
@@ -273,9 +273,9 @@ impl Qp {
                 unsafe { &mut *ss.sg_list.add(j - 1) }
             };
             // SAFETY: the PD is live (see above).
-            if unsafe { mr::check_recv_lkey(self, pd, isge, &sge, rcu) }.is_err() {
+            if unsafe { mr::check_recv_lkey(self, pd, isge, &sge, rcu.into()) }.is_err() {
                 // SAFETY: the first `j` SGEs of `r_sge` hold references.
-                unsafe { put_sges(ss, j) };
+                unsafe { put_sges(ss, j, rcu.into()) };
                 return Err(Corrupt);
             }
             j += 1;
@@ -285,7 +285,7 @@ impl Qp {
             // SGE just took given back too.
             let Some(sum) = total.checked_add(sge.length) else {
                 // SAFETY: as above, now the first `j`.
-                unsafe { put_sges(ss, j) };
+                unsafe { put_sges(ss, j, rcu.into()) };
                 return Err(Corrupt);
             };
             total = sum;
@@ -319,8 +319,9 @@ impl Qp {
 ///
 /// # Safety
 ///
-/// `ss` is a QP's `r_sge` under its `r_lock`, whose first `j` SGEs hold an MR reference.
-unsafe fn put_sges(ss: *mut bindings::rvt_sge_state, mut j: usize) {
+/// `ss` is a QP's `r_sge` under its `r_lock`, whose first `j` SGEs hold an MR reference;
+/// `at` is the caller's read-side section.
+unsafe fn put_sges(ss: *mut bindings::rvt_sge_state, mut j: usize, at: ReadSide<'_>) {
     while j > 0 {
         j -= 1;
         // SAFETY: the caller's guarantee.
@@ -330,7 +331,7 @@ unsafe fn put_sges(ss: *mut bindings::rvt_sge_state, mut j: usize) {
             } else {
                 (*ss).sg_list.add(j - 1)
             };
-            bindings::rdmavt_rs_rvt_put_mr((*sge).mr);
+            mr::put_mr((*sge).mr, at);
         }
     }
 }

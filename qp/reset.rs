@@ -4,7 +4,7 @@
 //! there (`rvt_reset_qp`), and dropping the memory-region references a QP holds.
 
 use super::{AllLocks, Qp, QpMut, RecvGuard, SendGuard};
-use crate::bindings;
+use crate::{bindings, mr};
 
 impl QpMut<'_> {
     /// `rvt_init_qp`: the fields of the reset state, for a QP being created or reset.
@@ -103,12 +103,14 @@ impl Qp {
     /// `rvt_clear_mr_refs`: drops the MR references of the receive state, the RDMA read
     /// state and the ack queue, and with `sends` those of every unfinished send WQE.
     pub(crate) fn clear_mr_refs(&self, r: &mut RecvGuard<'_>, s: &mut SendGuard<'_>, sends: bool) {
+        // Each state is given back inside the read-side section of the other lock, both held:
+        // its own guard is borrowed for the state.
         if self.test_and_clear_r_aflag(bindings::RVT_R_REWIND_SGE) {
             // SAFETY: the RDMA read state holds references while the bit is set.
-            unsafe { bindings::rdmavt_rs_rvt_put_ss(s.s_rdma_read_sge_mut()) };
+            unsafe { mr::put_ss(s.s_rdma_read_sge_mut(), r.read_side()) };
         }
         // SAFETY: what is left of the receive state holds references.
-        unsafe { bindings::rdmavt_rs_rvt_put_ss(r.r_sge_mut()) };
+        unsafe { mr::put_ss(r.r_sge_mut(), s.read_side()) };
         if sends {
             self.put_unfinished_sends(s);
         }
@@ -123,7 +125,7 @@ impl Qp {
             unsafe {
                 let e = acks.add(n);
                 if !(*e).rdma_sge.mr.is_null() {
-                    bindings::rdmavt_rs_rvt_put_mr((*e).rdma_sge.mr);
+                    mr::put_mr((*e).rdma_sge.mr, s.read_side());
                     (*e).rdma_sge.mr = core::ptr::null_mut();
                 }
             }
@@ -138,7 +140,7 @@ impl Qp {
             let last = s.s_last();
             // SAFETY: `s_last` is a slot of the queue, posted and not completed, which is
             // used again only once `s_last` moves past it below.
-            unsafe { s.swqe(last).put_refs(self) };
+            unsafe { s.swqe(last).put_refs(self, s.read_side()) };
             // The WQE is released before its slot is seen free (C's smp_wmb, paired with the
             // driver's read of `s_last` when it recomputes `s_avail`).
             s.publish_s_last(if last + 1 >= size { 0 } else { last + 1 });
@@ -146,7 +148,7 @@ impl Qp {
         let mr = s.s_rdma_mr();
         if !mr.is_null() {
             // SAFETY: the RDMA read MR's reference, taken when it was set.
-            unsafe { bindings::rdmavt_rs_rvt_put_mr(mr) };
+            unsafe { mr::put_mr(mr, s.read_side()) };
             *s.s_rdma_mr_mut() = core::ptr::null_mut();
         }
     }

@@ -20,6 +20,7 @@ use super::{
 };
 use crate::{
     bindings,
+    compat::read_side::ReadSide,
     device::{log::rvt_err, Device},
     mr::{self, ACCESS_LOCAL_WRITE},
     trace,
@@ -162,9 +163,9 @@ impl Qp {
         // engine until `s_head` moves past it, so it is ours while `h` holds `s_hlock`.
         let mut slot = unsafe { SwqeSlot::new(self.swqe(head), self.s_max_sge()) };
         slot.fill(wr, op.copy_len)?;
-        self.take_sges(&mut slot, wr)?;
+        self.take_sges(&mut slot, wr, h.read_side())?;
         if let Err(e) = self.sequence(h, dev, &mut slot, &local, call_send) {
-            self.release_slot(&mut slot, &local);
+            self.release_slot(&mut slot, &local, h.read_side());
             return Err(e);
         }
         slot.set_reserve_used(reserve);
@@ -307,8 +308,9 @@ impl Qp {
     }
 
     /// Checks each SGE's lkey and stores it in the slot, merging adjacent ones, and sums the
-    /// length. On error, the references already taken are dropped.
-    fn take_sges(&self, slot: &mut SwqeSlot<'_>, wr: SendWr<'_>) -> Result {
+    /// length. On error, the references already taken are dropped, inside the read-side
+    /// section `at` (the caller's `s_hlock`).
+    fn take_sges(&self, slot: &mut SwqeSlot<'_>, wr: SendWr<'_>, at: ReadSide<'_>) -> Result {
         let acc = if wr.opcode().0 >= WrOpcode::IB_WR_RDMA_READ.0 {
             ACCESS_LOCAL_WRITE
         } else {
@@ -317,13 +319,13 @@ impl Qp {
         let mut total = 0u32;
         for sge in wr.sges().iter().filter(|s| s.length != 0) {
             let res = add_length(total, sge.length).and_then(|t| {
-                slot.add_sge(self, sge, acc)?;
+                slot.add_sge(self, sge, acc, at)?;
                 Ok(t)
             });
             match res {
                 Ok(t) => total = t,
                 Err(e) => {
-                    slot.put_sges();
+                    slot.put_sges(at);
                     return Err(e);
                 }
             }
@@ -375,12 +377,12 @@ impl Qp {
     /// Undoes `take_sges` and `sequence` on a slot that is not posted after all: its region
     /// references, its copy of the UD address, and the count of a delayed local operation
     /// (which C leaves raised, delaying every later local invalidate).
-    fn release_slot(&self, slot: &mut SwqeSlot<'_>, local: &Local) {
+    fn release_slot(&self, slot: &mut SwqeSlot<'_>, local: &Local, at: ReadSide<'_>) {
         if self.is_ud_like() {
             // SAFETY: `sequence` copied the AH's attributes first thing.
             unsafe { slot.destroy_ud_ah() };
         }
-        slot.put_sges();
+        slot.put_sges(at);
         if matches!(local, Local::Delayed) {
             self.local_op_done();
         }

@@ -12,7 +12,7 @@ use super::{
     send_wr::{SendWr, Sge, WrOpcode, OPERATION_MAX},
     Qp,
 };
-use crate::{bindings, cq::WcOpcode, device::Device, mr};
+use crate::{bindings, compat::read_side::ReadSide, cq::WcOpcode, device::Device, mr};
 
 /// `RVT_SEND_RESERVE_USED` (rdmavt_qp.h, a macro over an enum bindgen leaves out): the WQE
 /// took one of the driver's reserved slots.
@@ -103,18 +103,18 @@ impl Swqe {
         (op < OPERATION_MAX).then(|| unsafe { *(*dev.as_raw()).wc_opcode.add(op as usize) })
     }
 
-    /// Drops the WQE's references: its SGEs' regions, and a UD WQE's copy of its address
-    /// (`rvt_put_qp_swqe`).
+    /// Drops the WQE's references: its SGEs' regions (inside the read-side section `at`, the
+    /// caller's `s_lock`), and a UD WQE's copy of its address (`rvt_put_qp_swqe`).
     ///
     /// # Safety
     ///
     /// The WQE is `qp`'s, finished by the send engine, and its slot is not used again until
     /// `post_send` fills it anew.
-    pub(crate) unsafe fn put_refs(&self, qp: &Qp) {
+    pub(crate) unsafe fn put_refs(&self, qp: &Qp, at: ReadSide<'_>) {
         for sge in self.sges() {
             // SAFETY: each SGE of the WQE holds a reference to its region (type invariant),
             // which the caller says nothing uses after this.
-            unsafe { bindings::rdmavt_rs_rvt_put_mr(sge.mr) };
+            unsafe { mr::put_mr(sge.mr, at) };
         }
         if qp.is_ud_like() {
             // SAFETY: a UD-like QP's posted WQE holds the copy of its AH's attributes that
@@ -251,25 +251,26 @@ impl<'a> SwqeSlot<'a> {
     }
 
     /// Checks the request's SGE `sge` on `qp` for access `acc` and stores it after the ones
-    /// stored so far, holding its region, or merges it into the last one. EINVAL when the
-    /// lkey check fails or the slot is full.
-    pub(crate) fn add_sge(&mut self, qp: &Qp, sge: &Sge, acc: u32) -> Result {
+    /// stored so far, holding its region, or merges it into the last one; `at` is the
+    /// poster's read-side section. EINVAL when the lkey check fails or the slot is full.
+    pub(crate) fn add_sge(&mut self, qp: &Qp, sge: &Sge, acc: u32, at: ReadSide<'_>) -> Result {
         let stored = self.stored;
         let (before, after) = self.sges().split_at_mut(stored);
         let new = after.first_mut().ok_or(EINVAL)?;
-        if mr::check_lkey(qp, new, before.last_mut(), sge, acc)? {
+        if mr::check_lkey(qp, new, before.last_mut(), sge, acc, at)? {
             self.stored = stored + 1;
         }
         Ok(())
     }
 
-    /// Drops the region references of the SGEs stored so far.
-    pub(crate) fn put_sges(&mut self) {
+    /// Drops the region references of the SGEs stored so far, inside the read-side section
+    /// `at` (the poster's `s_hlock`).
+    pub(crate) fn put_sges(&mut self, at: ReadSide<'_>) {
         let n = core::mem::take(&mut self.stored);
         for sge in &self.sges()[..n] {
             // SAFETY: each of the first `stored` SGEs holds a reference to its region (type
             // invariant), which nothing uses after this.
-            unsafe { bindings::rdmavt_rs_rvt_put_mr(sge.mr) };
+            unsafe { mr::put_mr(sge.mr, at) };
         }
     }
 
