@@ -360,6 +360,8 @@ impl Responder<'_, '_, '_> {
     /// Moves the WQE's data from the sender's SGE state to the responder's. `release`: the
     /// responder's SGEs hold region references, given back as they fill (and the rest at the
     /// end); otherwise the sender's do.
+    // Inline, for the reason `sge::transfer` is.
+    #[inline(always)]
     fn transfer(&mut self, release: bool, copy_last: bool) {
         let dev = self.busy.qp.device();
         let length = *self.busy.s_len_mut();

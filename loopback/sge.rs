@@ -248,6 +248,8 @@ pub(super) unsafe fn copy_run(
 /// # Safety
 ///
 /// As [`copy_run`].
+// Inline, for the loopback's sake: see [`transfer`].
+#[inline(always)]
 pub(super) unsafe fn copy_sge(
     ss: &mut bindings::rvt_sge_state,
     data: *const u8,
@@ -379,6 +381,11 @@ pub(super) unsafe fn release_current(ss: &mut bindings::rvt_sge_state, at: ReadS
 /// Both are consistent states over kernel mappings of checked regions, `src` with at least
 /// `length` bytes, `dst` with room for them; the one that releases holds a reference on
 /// each of its regions.
+// Inline into the responder, and `copy_sge` into it: the copy is the loopback's inner loop,
+// and out of line each call saves and restores the registers the loop keeps (a 64 KiB RDMA
+// WRITE calls `copy_sge` 16 times). The compiler's own choice turns on the size of the code
+// around it, and turned the wrong way more than once (README, "Where the time goes").
+#[inline(always)]
 pub(super) unsafe fn transfer(
     src: &mut bindings::rvt_sge_state,
     dst: &mut bindings::rvt_sge_state,
