@@ -53,8 +53,10 @@ pub(super) fn encode(index: u32, gen: u32, bits: u32) -> u32 {
 }
 
 /// The table index of `key` in a table whose keys shift by `shift` (32 minus the index bits).
+/// A table's shift is 32 - [`MAX_BITS`] to 31 (`driver_init`), where `wrapping_shr` is the plain
+/// shift, with no overflow check to branch on (twice a loopback message).
 pub(super) fn index_of(key: u32, shift: u32) -> usize {
-    (key >> shift) as usize
+    key.wrapping_shr(shift) as usize
 }
 
 /// The first free index from `next` on, wrapping around a table of `max` (a power of two)

@@ -136,12 +136,17 @@ pub(super) struct SegPos {
 }
 
 /// The position of `off` in a map of uniform `1 << page_shift` byte segments.
+///
+/// A region's page shift is `PAGE_SHIFT` (`reg_user_mr`, `alloc_mr`), so neither shift
+/// overflows and `off` is at least `entries << shift`: the wrapping operations are the plain
+/// ones, with no overflow checks to branch on (a key check runs this).
 pub(super) fn locate_uniform(off: usize, page_shift: u8) -> SegPos {
-    let entries = off >> page_shift;
+    let shift = u32::from(page_shift);
+    let entries = off.wrapping_shr(shift);
     SegPos {
         m: entries / SEGSZ,
         n: entries % SEGSZ,
-        off: off - (entries << page_shift),
+        off: off.wrapping_sub(entries.wrapping_shl(shift)),
     }
 }
 

@@ -13,10 +13,12 @@ use crate::{
 
 /// The next slot of the send queue after `n`, wrapping at `s_size` (`rvt_qp_swqe_incr`).
 pub(super) fn next_slot(n: u32, s_size: u32) -> u32 {
-    if n + 1 >= s_size {
+    // A slot is below `s_size`, so the increment cannot wrap: no overflow check to branch on.
+    let next = n.wrapping_add(1);
+    if next >= s_size {
         0
     } else {
-        n + 1
+        next
     }
 }
 

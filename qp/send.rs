@@ -125,7 +125,9 @@ impl Qp {
                 res = Err((Some(this), e));
                 break;
             }
-            posted += 1;
+            // Each request posted took a free slot, and a queue has fewer than u32::MAX: the
+            // count cannot wrap (no overflow check to branch on).
+            posted = posted.wrapping_add(1);
             cur = this.next();
         }
         drop(h);
@@ -355,7 +357,12 @@ impl Qp {
                 let ssn = h.s_ssn();
                 *h.s_ssn_mut() = ssn.wrapping_add(1);
                 let psn = h.s_next_psn();
-                let packets = slot.length().checked_sub(1).map_or(0, |l| l >> log_pmtu);
+                // The log of a path MTU (13 at most, for OPA's 10 KiB): `wrapping_shr` is the
+                // plain shift, with no overflow check.
+                let packets = slot
+                    .length()
+                    .checked_sub(1)
+                    .map_or(0, |l| l.wrapping_shr(u32::from(log_pmtu)));
                 slot.set_sequence(ssn, psn, psn.wrapping_add(packets));
             }
             _ => {
