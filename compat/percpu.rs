@@ -14,70 +14,48 @@
 
 use kernel::ffi::c_ulong;
 
-/// Adds one to this CPU's instance of the per-CPU counter `ptr`, as C's `this_cpu_inc`;
-/// `false` (and nothing done) where that is not one instruction, for the caller to use C's.
-///
-/// # Safety
-///
-/// `ptr` is a `__percpu` pointer to a `c_ulong` (from `alloc_percpu` or a per-CPU variable)
-/// that stays allocated for the call.
-#[cfg(all(target_arch = "x86_64", CONFIG_SMP))]
-#[inline(always)]
-pub(crate) unsafe fn this_cpu_inc(ptr: *mut c_ulong) -> bool {
-    // SAFETY: `%gs` holds this CPU's per-CPU base, so `gs:[ptr]` is this CPU's instance of a
-    // valid `__percpu` pointer (caller's guarantee), as in C's `percpu_add_op`; a single `inc`
-    // reads and writes only it, and no stack. The asm may touch memory, so the compiler keeps
-    // it in program order with the accesses around it, as C's `"+m"` operand does.
-    unsafe {
-        core::arch::asm!(
-            "inc qword ptr gs:[{ptr}]",
-            ptr = in(reg) ptr,
-            options(nostack),
-        );
-    }
-    true
+/// Defines `$name`, C's `$name` of a per-CPU counter: the one instruction `$insn` on x86-64
+/// with SMP, and elsewhere nothing but `false`, for the caller to take C's path.
+macro_rules! this_cpu_op {
+    ($name:ident, $insn:literal) => {
+        #[doc = concat!("C's `", stringify!($name), "` of this CPU's instance of the per-CPU ")]
+        #[doc = "counter `ptr`; `false` (and nothing done) where that is not one instruction, for"]
+        #[doc = "the caller to use C's."]
+        #[doc = ""]
+        #[doc = "# Safety"]
+        #[doc = ""]
+        #[doc = "`ptr` is a `__percpu` pointer to a `c_ulong` (from `alloc_percpu` or a per-CPU"]
+        #[doc = "variable) that stays allocated for the call."]
+        #[cfg(all(target_arch = "x86_64", CONFIG_SMP))]
+        #[inline(always)]
+        pub(crate) unsafe fn $name(ptr: *mut c_ulong) -> bool {
+            // SAFETY: `%gs` holds this CPU's per-CPU base, so `gs:[ptr]` is this CPU's instance
+            // of a valid `__percpu` pointer (caller's guarantee), as in C's `percpu_add_op`; the
+            // one instruction reads and writes only it, and no stack. The asm may touch memory,
+            // so the compiler keeps it in program order with the accesses around it, as C's
+            // `"+m"` operand does.
+            unsafe {
+                core::arch::asm!(
+                    concat!($insn, " qword ptr gs:[{ptr}]"),
+                    ptr = in(reg) ptr,
+                    options(nostack),
+                );
+            }
+            true
+        }
+
+        #[doc = concat!("C's `", stringify!($name), "`: not one instruction here, so `false`.")]
+        #[doc = ""]
+        #[doc = "# Safety"]
+        #[doc = ""]
+        #[doc = "As on x86-64 with SMP."]
+        #[cfg(not(all(target_arch = "x86_64", CONFIG_SMP)))]
+        #[inline(always)]
+        pub(crate) unsafe fn $name(_ptr: *mut c_ulong) -> bool {
+            false
+        }
+    };
 }
 
-/// Subtracts one from this CPU's instance of the per-CPU counter `ptr`, as C's `this_cpu_dec`;
-/// `false` (and nothing done) where that is not one instruction, for the caller to use C's.
-///
-/// # Safety
-///
-/// As [`this_cpu_inc`].
-#[cfg(all(target_arch = "x86_64", CONFIG_SMP))]
-#[inline(always)]
-pub(crate) unsafe fn this_cpu_dec(ptr: *mut c_ulong) -> bool {
-    // SAFETY: as in `this_cpu_inc`, with C's `dec` for an `add` of -1.
-    unsafe {
-        core::arch::asm!(
-            "dec qword ptr gs:[{ptr}]",
-            ptr = in(reg) ptr,
-            options(nostack),
-        );
-    }
-    true
-}
-
-/// Adds one to this CPU's instance of the per-CPU counter `ptr`, as C's `this_cpu_inc`;
-/// `false` (and nothing done) where that is not one instruction, for the caller to use C's.
-///
-/// # Safety
-///
-/// As on x86-64 with SMP.
-#[cfg(not(all(target_arch = "x86_64", CONFIG_SMP)))]
-#[inline(always)]
-pub(crate) unsafe fn this_cpu_inc(_ptr: *mut c_ulong) -> bool {
-    false
-}
-
-/// Subtracts one from this CPU's instance of the per-CPU counter `ptr`, as C's `this_cpu_dec`;
-/// `false` (and nothing done) where that is not one instruction, for the caller to use C's.
-///
-/// # Safety
-///
-/// As on x86-64 with SMP.
-#[cfg(not(all(target_arch = "x86_64", CONFIG_SMP)))]
-#[inline(always)]
-pub(crate) unsafe fn this_cpu_dec(_ptr: *mut c_ulong) -> bool {
-    false
-}
+this_cpu_op!(this_cpu_inc, "inc");
+this_cpu_op!(this_cpu_dec, "dec");
