@@ -32,8 +32,7 @@ pub(super) fn sge_length(sge: &bindings::rvt_sge, length: u32) -> u32 {
 /// or to the next SGE when one runs out. With `release` (the read-side section to do it in),
 /// an SGE that is done gives back its region reference.
 ///
-/// Unlike C, a state whose SGEs are all consumed (`num_sge` 0) stays so: C decrements the
-/// count below zero and reads past the list.
+/// Unlike C, a state whose SGEs are all consumed (`num_sge` 0) stays so (see [`mr::next_sge`]).
 ///
 /// # Safety
 ///
@@ -48,33 +47,10 @@ pub(super) unsafe fn update_sge(ss: &mut bindings::rvt_sge_state, len: u32, rele
     sge.sge_length = sge.sge_length.wrapping_sub(len);
     if sge.sge_length == 0 {
         // SAFETY: the caller's guarantee.
-        unsafe { next_sge(ss, release) };
+        unsafe { mr::next_sge(ss, release) };
     } else if sge.length == 0 && !sge.mr.is_null() {
         // SAFETY: the caller's guarantee: `sge.mr` is a live region.
         unsafe { next_segment(sge) };
-    }
-}
-
-/// The current SGE of `ss` is used up: the next one becomes current. Out of line, so that
-/// [`update_sge`]'s common case, a cursor moving within a segment, saves no registers for its
-/// call of `rvt_put_mr`.
-///
-/// # Safety
-///
-/// As [`update_sge`].
-#[inline(never)]
-unsafe fn next_sge(ss: &mut bindings::rvt_sge_state, release: Release<'_>) {
-    if let Some(at) = release {
-        // SAFETY: the state holds a reference on the region (caller's guarantee).
-        unsafe { mr::put_mr(ss.sge.mr, at) };
-    }
-    ss.num_sge = ss.num_sge.saturating_sub(1);
-    if ss.num_sge != 0 {
-        // SAFETY: `sg_list` has `num_sge` more entries (caller's guarantee).
-        unsafe {
-            ss.sge = *ss.sg_list;
-            ss.sg_list = ss.sg_list.add(1);
-        }
     }
 }
 

@@ -78,15 +78,35 @@ pub(crate) unsafe fn put_ss(ss: &mut bindings::rvt_sge_state, at: ReadSide<'_>) 
 #[inline(never)]
 unsafe fn put_each(ss: &mut bindings::rvt_sge_state, at: ReadSide<'_>) {
     while ss.num_sge != 0 {
+        // SAFETY: the caller's guarantee.
+        unsafe { next_sge(ss, Some(at)) };
+    }
+}
+
+/// The current SGE of `ss` is used up: the next one becomes current. With `release` (the
+/// read-side section to do it in), the finished SGE first gives back its region reference.
+/// The one step every SGE walk takes, [`put_ss`] and the loopback's copy alike.
+///
+/// Out of line, so that a walk's common case, a cursor moving within a segment, saves no
+/// registers for the call of [`put_mr`]. Unlike C, a state whose SGEs are all consumed
+/// (`num_sge` 0) stays so: C decrements the count below zero and reads past the list.
+///
+/// # Safety
+///
+/// `ss` is a consistent state (`sg_list` has `num_sge - 1` more entries); with `release`, its
+/// current SGE holds a reference to its region, which nothing else uses.
+#[inline(never)]
+pub(crate) unsafe fn next_sge(ss: &mut bindings::rvt_sge_state, release: Option<ReadSide<'_>>) {
+    if let Some(at) = release {
         // SAFETY: the current SGE holds a reference (caller's guarantee).
         unsafe { put_mr(ss.sge.mr, at) };
-        ss.num_sge -= 1;
-        if ss.num_sge != 0 {
-            // SAFETY: `sg_list` has `num_sge` more entries (caller's guarantee).
-            unsafe {
-                ss.sge = *ss.sg_list;
-                ss.sg_list = ss.sg_list.add(1);
-            }
+    }
+    ss.num_sge = ss.num_sge.saturating_sub(1);
+    if ss.num_sge != 0 {
+        // SAFETY: `sg_list` has `num_sge` more entries (caller's guarantee).
+        unsafe {
+            ss.sge = *ss.sg_list;
+            ss.sg_list = ss.sg_list.add(1);
         }
     }
 }
