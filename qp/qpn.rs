@@ -47,8 +47,26 @@ const GOLDEN_RATIO_32: u32 = 0x61c8_8647;
 
 /// `hash_32()`: the hash table bucket of a QP number. It must be the kernel's own function,
 /// because drivers look QPs up with the inline `rvt_lookup_qpn()`.
-fn hash_32(val: u32, bits: u32) -> u32 {
-    val.wrapping_mul(GOLDEN_RATIO_32) >> (32 - bits)
+///
+/// `bits` is a table's `qp_table_bits`, 1 to 31 ([`table_bits`]), so `32 - bits` is a shift
+/// below 32: `wrapping_sub` and `wrapping_shr` are the plain operations, with no overflow
+/// check on the path of every lookup.
+pub(super) fn hash_32(val: u32, bits: u32) -> u32 {
+    val.wrapping_mul(GOLDEN_RATIO_32)
+        .wrapping_shr(32u32.wrapping_sub(bits))
+}
+
+/// `qp_table_bits` for a hash table of `size` buckets (rounded down to a power of two, as C).
+/// A table of fewer than two buckets is refused (EINVAL): for one, `hash_32(qpn, 0)` shifts a
+/// 32-bit value by 32, which in the inline `rvt_lookup_qpn()` that drivers compile is
+/// undefined (on x86 it indexes far past the table), and here would be a kernel BUG under the
+/// overflow checks. The C rdmavt refuses only 0. Drivers set the size from a module
+/// parameter (hfi1's `qp_table_size`).
+pub(super) fn table_bits(size: u32) -> Result<u32> {
+    if size < 2 {
+        return Err(EINVAL);
+    }
+    Ok(size.ilog2())
 }
 
 /// The device's QP bookkeeping (`rdi->qp_dev`), set up at registration.
@@ -122,7 +140,7 @@ impl QpDev {
 pub(crate) unsafe fn driver_init(dev: &Device) -> Result {
     let parms = dev.dparms();
     let f = dev.driver();
-    if parms.qp_table_size == 0
+    if table_bits(parms.qp_table_size).is_err()
         || !f.has_free_all_qps()
         || !f.has_qp_priv_alloc()
         || !f.has_qp_priv_free()
@@ -155,6 +173,7 @@ pub(crate) unsafe fn driver_init(dev: &Device) -> Result {
 /// `qp_dev` is a zeroed `rvt_qp_ibdev`, used by nobody else.
 unsafe fn init_tables(dev: &Device, qp_dev: *mut bindings::rvt_qp_ibdev) -> Result {
     let size = dev.dparms().qp_table_size;
+    let bits = table_bits(size)?;
     let mut table = KVec::<*mut bindings::rvt_qp>::with_capacity(size as usize, GFP_KERNEL)?;
     for _ in 0..size {
         table.push(ptr::null_mut(), GFP_KERNEL)?;
@@ -163,7 +182,7 @@ unsafe fn init_tables(dev: &Device, qp_dev: *mut bindings::rvt_qp_ibdev) -> Resu
     // SAFETY: the caller owns `qp_dev`; the table is freed with it by `free_tables`.
     unsafe {
         (*qp_dev).qp_table_size = size;
-        (*qp_dev).qp_table_bits = size.ilog2();
+        (*qp_dev).qp_table_bits = bits;
         (*qp_dev).qp_table = table;
         spin_lock_init!(&raw mut (*qp_dev).qpt_lock, c"&rdi->qp_dev->qpt_lock");
         spin_lock_init!(&raw mut (*dev.as_raw()).n_qps_lock, c"&rdi->n_qps_lock");

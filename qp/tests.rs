@@ -16,6 +16,7 @@ mod suite {
         lock::spin_lock_init,
         qp::{
             post_send,
+            qpn::{hash_32, table_bits},
             send::{add_length, free_slots},
             send_wr::OPERATION_MAX,
             Qp,
@@ -418,6 +419,26 @@ mod suite {
         assert_eq!(map, [0, 0, 1 << (BITS - 1)]);
     }
 
+    /// The QPN hash table's shape and hash: fewer than two buckets refused, the rest rounded
+    /// down to a power of two, and every hash a bucket of the table, as the kernel's
+    /// `hash_32()` computes it.
+    fn qpn_hash() {
+        assert!(table_bits(0).is_err());
+        assert!(table_bits(1).is_err());
+        assert_eq!(table_bits(2).ok(), Some(1));
+        assert_eq!(table_bits(256).ok(), Some(8));
+        assert_eq!(table_bits(300).ok(), Some(8));
+        assert_eq!(table_bits(u32::MAX).ok(), Some(31));
+        // include/linux/hash.h: (1 * GOLDEN_RATIO_32) >> 24 = 0x61.
+        assert_eq!(hash_32(1, 8), 0x61);
+        assert_eq!(hash_32(0, 8), 0);
+        for bits in 1..=31 {
+            for qpn in [2, 0x81_0000, 0xff_ffff, u32::MAX] {
+                assert!(hash_32(qpn, bits) < 1 << bits);
+            }
+        }
+    }
+
     crate::compat::kunit::kunit_suite!(
         rdmavt_rs_qp_post,
         [
@@ -433,6 +454,7 @@ mod suite {
             free_slot_arithmetic,
             length_wrap,
             atomic_bitops,
+            qpn_hash,
         ]
     );
 }
