@@ -140,8 +140,8 @@ impl QpDev {
 pub(crate) unsafe fn driver_init(dev: &Device) -> Result {
     let parms = dev.dparms();
     let f = dev.driver();
-    if table_bits(parms.qp_table_size).is_err()
-        || !f.has_free_all_qps()
+    let bits = table_bits(parms.qp_table_size)?;
+    if !f.has_free_all_qps()
         || !f.has_qp_priv_alloc()
         || !f.has_qp_priv_free()
         || !f.has_notify_qp_reset()
@@ -155,7 +155,7 @@ pub(crate) unsafe fn driver_init(dev: &Device) -> Result {
     let qp_dev = unsafe { qp_dev.assume_init() };
     let qp_dev = KBox::into_raw(qp_dev);
     // SAFETY: `qp_dev` is ours alone until published below.
-    let res = unsafe { init_tables(dev, qp_dev) };
+    let res = unsafe { init_tables(dev, qp_dev, bits) };
     if let Err(e) = res {
         // SAFETY: not published; `free_tables` undoes what `init_tables` managed to do.
         unsafe { free_tables(qp_dev) };
@@ -166,14 +166,14 @@ pub(crate) unsafe fn driver_init(dev: &Device) -> Result {
     Ok(())
 }
 
-/// The hash table, `qpt_lock` and the QPN bitmap of a new `qp_dev`.
+/// The hash table, `qpt_lock` and the QPN bitmap of a new `qp_dev`; `bits` is
+/// [`table_bits`] of the driver's table size.
 ///
 /// # Safety
 ///
 /// `qp_dev` is a zeroed `rvt_qp_ibdev`, used by nobody else.
-unsafe fn init_tables(dev: &Device, qp_dev: *mut bindings::rvt_qp_ibdev) -> Result {
+unsafe fn init_tables(dev: &Device, qp_dev: *mut bindings::rvt_qp_ibdev, bits: u32) -> Result {
     let size = dev.dparms().qp_table_size;
-    let bits = table_bits(size)?;
     let mut table = KVec::<*mut bindings::rvt_qp>::with_capacity(size as usize, GFP_KERNEL)?;
     for _ in 0..size {
         table.push(ptr::null_mut(), GFP_KERNEL)?;
