@@ -240,6 +240,14 @@ impl Qp {
         if !parms.local() {
             return Ok(Local::No);
         }
+        self.carry_out_local(wr)
+    }
+
+    /// The local operation `wr` of [`Self::local_operation`]. Out of line: rare, and its
+    /// calls would otherwise cost the common request's registers.
+    #[cold]
+    #[inline(never)]
+    fn carry_out_local(&self, wr: SendWr<'_>) -> Result<Local> {
         match wr.opcode() {
             WrOpcode::IB_WR_REG_MR => wr.fast_reg(self)?,
             WrOpcode::IB_WR_LOCAL_INV => {
@@ -275,10 +283,17 @@ impl Qp {
                 Ok(())
             };
         }
-        let size = self.s_size();
         if h.s_avail() != 0 {
             return Ok(());
         }
+        self.refresh_avail(h, dev, reserved)
+    }
+
+    /// The cached count of free slots ran out: counts them again from `s_last`. Out of line:
+    /// once every `s_avail` requests.
+    #[inline(never)]
+    fn refresh_avail(&self, h: &mut PostGuard<'_>, dev: &Device, reserved: u32) -> Result {
+        let size = self.s_size();
         // The slots before `s_last` were given back by the send engine (see
         // `Qp::s_last_acquire`).
         let last = self.s_last_acquire();
@@ -384,6 +399,8 @@ impl Qp {
     /// Undoes `take_sges` and `sequence` on a slot that is not posted after all: its region
     /// references, its copy of the UD address, and the count of a delayed local operation
     /// (which C leaves raised, delaying every later local invalidate).
+    #[cold]
+    #[inline(never)]
     fn release_slot(&self, slot: &mut SwqeSlot<'_>, local: &Local, at: ReadSide<'_>) {
         if self.is_ud_like() {
             // SAFETY: `sequence` copied the AH's attributes first thing.
