@@ -230,10 +230,19 @@ impl Qp {
             .num_sge()
             .and_then(|n| self.take_recv_sges(r, wqe, n, rcu));
         if res.is_err() {
-            r.r_sge_mut().num_sge = 0;
-            complete(self, wqe.wr_id, WcStatus::IB_WC_LOC_PROT_ERR);
+            self.refuse_wqe(r, wqe.wr_id);
         }
         res
+    }
+
+    /// A receive WQE whose SGEs did not check out: none is kept, and it completes with
+    /// IB_WC_LOC_PROT_ERR. Out of line, as every error of the receive path, so that the
+    /// common path keeps its values in registers.
+    #[cold]
+    #[inline(never)]
+    fn refuse_wqe(&self, r: &mut RecvGuard<'_>, wr_id: u64) {
+        r.r_sge_mut().num_sge = 0;
+        complete(self, wr_id, WcStatus::IB_WC_LOC_PROT_ERR);
     }
 
     /// The lkey checks of [`Qp::init_sge`] for `n` SGEs (already checked against `max_sge`),
@@ -321,6 +330,8 @@ impl Qp {
 ///
 /// `ss` is a QP's `r_sge` under its `r_lock`, whose first `j` SGEs hold an MR reference;
 /// `at` is the caller's read-side section.
+#[cold]
+#[inline(never)]
 unsafe fn put_sges(ss: *mut bindings::rvt_sge_state, mut j: usize, at: ReadSide<'_>) {
     while j > 0 {
         j -= 1;
