@@ -382,7 +382,9 @@ impl Responder<'_, '_, '_> {
         *self.busy.s_len_mut() = left;
     }
 
-    /// Completes the receive WQE the delivery consumed, if any: `rvt_recv_cq()`.
+    /// Completes the receive WQE the delivery consumed, if any: `rvt_recv_cq()`. Inline (C's
+    /// is too): out of line, the whole `Responder` had to be built in memory for the call.
+    #[inline(always)]
     fn complete_receive(&mut self, extra: RecvExtra) {
         let wqe = self.wqe;
         self.r.complete_delivery(Delivered {
