@@ -236,7 +236,7 @@ impl Qp {
     }
 
     /// A receive WQE whose SGEs did not check out: none is kept, and it completes with
-    /// IB_WC_LOC_PROT_ERR. Out of line, as every error of the receive path, so that the
+    /// IB_WC_LOC_PROT_ERR. Out of line, as [`put_sges`] is, so that the SGE loop of the
     /// common path keeps its values in registers.
     #[cold]
     #[inline(never)]
