@@ -297,6 +297,44 @@ def table(data, providers):
     return lines, plot
 
 
+def paired(data, providers):
+    """The ratios boot by boot: each provider that has as many boots as the reference (3 at
+    least; the rdmavts, which alternate round by round) against the reference's boot of the
+    same round, which ran minutes from it and so shared more of the host's state than the
+    medians of all boots do. Per row: the median of the rounds' ratios with their minimum and
+    maximum, and in how many rounds the provider was the faster (the higher bandwidth or
+    message rate, the lower latency)."""
+    ref = data.get(REFERENCE, [])
+    others = [p for p in providers if p != REFERENCE and len(data[p]) == len(ref) >= 3]
+    if not others:
+        return []
+    head = [f"{LABELS.get(p, p)} / {short(REFERENCE)}, paired" for p in others]
+    head += [f"{LABELS.get(p, p)} the faster" for p in others]
+    lines = ["| test | metric | " + " | ".join(head) + " |", "|" + " --- |" * (2 + len(head))]
+    by_round = {b.round: b for b in ref}
+    for name, metric, derived in rows_of(data, providers):
+        if derived:
+            continue
+        ratios, wins = [], []
+        for p in others:
+            rs = []
+            for b in data[p]:
+                a = b.values.get(name, {}).get(metric)
+                r = by_round.get(b.round)
+                c = r.values.get(name, {}).get(metric) if r else None
+                if a is not None and c:
+                    rs.append(a / c)
+            if not rs:
+                ratios.append("-")
+                wins.append("-")
+                continue
+            faster = sum(1 for x in rs if (x < 1 if metric in LATENCY_METRICS else x > 1))
+            ratios.append(f"{statistics.median(rs):.2f} ({min(rs):.2f}-{max(rs):.2f})")
+            wins.append(f"{faster} of {len(rs)}")
+        lines.append(f"| {name} | {metric} | " + " | ".join(ratios + wins) + " |")
+    return lines
+
+
 def closeness(data, providers):
     """How close each provider's 1 MiB bandwidth comes to memcpy at 1 MiB."""
     out = []
@@ -426,6 +464,15 @@ def main():
           "slower for latency. \"within noise\": the two min-max ranges overlap. "
           f"{FRACTION}: the bandwidth as a fraction of the guest's memcpy at the same size, "
           "measured in the same boot; a one-copy loopback approaches 1 at 1 MiB at best.")
+    pairs = paired(data, providers)
+    if pairs:
+        print()
+        print("Boot by boot: each boot's value over the reference's boot of the same round "
+              "(the two ran minutes apart), median (minimum-maximum) over the rounds, and in "
+              "how many rounds the provider was the faster. Slow changes of the host's speed "
+              "cancel here more than in the ratio of medians.")
+        print()
+        print("\n".join(pairs))
     close = closeness(data, providers)
     if close:
         print()

@@ -4,8 +4,8 @@
 # scripts/bench_report.py on a small synthetic raw directory, no VM: the median, minimum and
 # maximum over the boots, the ratio of medians, "within noise" exactly when the two ranges
 # overlap, a point without a number (a failed run, a boot that never ran, perftest's 0.00
-# MB/sec) shown as failed, a point the device lacks as n/a, the fraction of memcpy, ratios to
-# another reference than C, and the plot.
+# MB/sec) shown as failed, a point the device lacks as n/a, the fraction of memcpy, the ratios
+# boot by boot, ratios to another reference than C, and the plot.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/ktap.sh"
@@ -104,7 +104,7 @@ is() { [ "$1" = "$2" ] || { echo "got '$1', expected '$2'"; return 1; }; }
 
 BW='BW average [MB/s]'
 ktap_header
-ktap_plan 18
+ktap_plan 20
 ktap_check "the report runs" is "$rc" 0
 ktap_check "median and min-max over the boots" is "$(cell write_bw_64k "$BW" 1)" "110 (100-120)"
 ktap_check "a single boot shows its value alone" is "$(cell write_bw_64k "$BW" 4)" "500"
@@ -135,6 +135,13 @@ ktap_check "the failures are listed, the unsupported point is not among them" \
 	bash -c "grep -q '^Failed: .*rxe/2: the boot ran no point' '$tmp/out' &&
 		grep -q '^Failed: .*rxe/1 send_bw_64k: no number in the output' '$tmp/out' &&
 		! grep -q '^Failed: .*siw/1 atomic_bw' '$tmp/out'"
+ktap_check "boot by boot: the median of the rounds' ratios, and in how many the faster" \
+	grep -qF "| write_bw_64k | $BW | 0.52 (0.50-0.55) | 0 of 3 |" "$tmp/out"
+ktap_check "boot by boot: a failed round left out, lower latency faster, single boots not paired" \
+	bash -c "grep -qF '| write_bw_4k | $BW | 0.75 (0.75-0.75) | 0 of 2 |' '$tmp/out' &&
+		grep -qF '| send_lat_8 | t_avg [usec] | 1.20 (1.20-1.20) | 0 of 3 |' '$tmp/out' &&
+		grep -qF '| rdmavt-rs / C, paired | rdmavt-rs the faster |' '$tmp/out' &&
+		! grep -qF 'rxe / C, paired' '$tmp/out'"
 # Another reference (BENCH_REFERENCE: rs-notrace, to measure rdmavt-rs against itself).
 "$python" "$report" --reference rs "$raw" rs c >"$tmp/out-ref" 2>>"$tmp/err"
 ktap_check "--reference: the ratios are to that provider" bash -c \
