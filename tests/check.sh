@@ -52,10 +52,23 @@ vm_tests() {
 	local run=vm-$v
 	[ "$line" = 7.3 ] || run=vm-$line-$v
 	local out=$results/$run tap=$results/$run.tap rc
-	echo "# booting the $line test VM with the $v rdmavt"
-	KERNEL=$line bash "$repo/scripts/vm.sh" --rdmavt "$v" --timeout "$vm_timeout" \
-		--out "$out" --console -- "$tests/guest/run-suite.sh" >"$results/$run.console" 2>&1
-	rc=$?
+	local attempt
+	for attempt in 1 2; do
+		echo "# booting the $line test VM with the $v rdmavt"
+		rm -rf "$out"
+		KERNEL=$line bash "$repo/scripts/vm.sh" --rdmavt "$v" --timeout "$vm_timeout" \
+			--out "$out" --console -- "$tests/guest/run-suite.sh" \
+			>"$results/$run.console" 2>&1
+		rc=$?
+		# A guest that ended before the suite wrote its first file died while booting, with
+		# no test run yet: under TCG the kernel now and then oopses in its early timekeeping
+		# on a busy host (README, "The two commands"). It boots once more, and says so; a
+		# second such end, or any end after the suite began, fails as always.
+		[ "$rc" != 0 ] && [ ! -e "$out/kunit.log" ] && [ "$attempt" = 1 ] || break
+		mv "$results/$run.console" "$results/$run.console.1"
+		echo "# the guest ended (exit status $rc) before the suite began: once more" \
+			"(its console: $run.console.1)"
+	done
 	{
 		if [ "$rc" != 0 ]; then
 			echo "not ok 1 $run: the guest ran the suite (exit status $rc)"
