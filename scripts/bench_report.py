@@ -297,15 +297,30 @@ def table(data, providers):
     return lines, plot
 
 
-def paired(data, providers):
-    """The ratios boot by boot: each provider that has as many boots as the reference (3 at
-    least; the rdmavts, which alternate round by round) against the reference's boot of the
-    same round, which ran minutes from it and so shared more of the host's state than the
-    medians of all boots do. Per row: the median of the rounds' ratios with their minimum and
-    maximum, and in how many rounds the provider was the faster (the higher bandwidth or
-    message rate, the lower latency)."""
+def alternating(order, providers):
+    """The providers whose every boot ran next to the reference's boot of the same round, by
+    the boot order (`raw/order`, a "provider round" line per boot): the rdmavts, which
+    alternate round by round; not rxe and siw, which run after them."""
+    boots = [tuple(line.split()) for line in (order or "").splitlines() if line.strip()]
+    out = []
+    for p in providers:
+        if p == REFERENCE:
+            continue
+        mine = [i for i, b in enumerate(boots) if b[0] == p]
+        if mine and all(
+                (REFERENCE, boots[i][1]) in boots[max(i - 1, 0):i + 2] for i in mine):
+            out.append(p)
+    return out
+
+
+def paired(data, providers, order):
+    """The ratios boot by boot: each provider that alternates with the reference (3 rounds at
+    least) against the reference's boot of the same round, which ran next to it and so shared
+    more of the host's state than the medians of all boots do. Per row: the median of the
+    rounds' ratios with their minimum and maximum, and in how many rounds the provider was the
+    faster (the higher bandwidth or message rate, the lower latency)."""
     ref = data.get(REFERENCE, [])
-    others = [p for p in providers if p != REFERENCE and len(data[p]) == len(ref) >= 3]
+    others = [p for p in alternating(order, providers) if len(data[p]) >= 3 and len(ref) >= 3]
     if not others:
         return []
     head = [f"{LABELS.get(p, p)} / {short(REFERENCE)}, paired" for p in others]
@@ -317,20 +332,22 @@ def paired(data, providers):
             continue
         ratios, wins = [], []
         for p in others:
-            rs = []
+            per_round = []
             for b in data[p]:
-                a = b.values.get(name, {}).get(metric)
-                r = by_round.get(b.round)
-                c = r.values.get(name, {}).get(metric) if r else None
-                if a is not None and c:
-                    rs.append(a / c)
-            if not rs:
+                value = b.values.get(name, {}).get(metric)
+                ref_boot = by_round.get(b.round)
+                ref_value = ref_boot.values.get(name, {}).get(metric) if ref_boot else None
+                if value is not None and ref_value:
+                    per_round.append(value / ref_value)
+            if not per_round:
                 ratios.append("-")
                 wins.append("-")
                 continue
-            faster = sum(1 for x in rs if (x < 1 if metric in LATENCY_METRICS else x > 1))
-            ratios.append(f"{statistics.median(rs):.2f} ({min(rs):.2f}-{max(rs):.2f})")
-            wins.append(f"{faster} of {len(rs)}")
+            lower_is_faster = metric in LATENCY_METRICS
+            faster = sum(1 for x in per_round if (x < 1 if lower_is_faster else x > 1))
+            ratios.append(f"{statistics.median(per_round):.2f} "
+                          f"({min(per_round):.2f}-{max(per_round):.2f})")
+            wins.append(f"{faster} of {len(per_round)}")
         lines.append(f"| {name} | {metric} | " + " | ".join(ratios + wins) + " |")
     return lines
 
@@ -464,7 +481,8 @@ def main():
           "slower for latency. \"within noise\": the two min-max ranges overlap. "
           f"{FRACTION}: the bandwidth as a fraction of the guest's memcpy at the same size, "
           "measured in the same boot; a one-copy loopback approaches 1 at 1 MiB at best.")
-    pairs = paired(data, providers)
+    order = read(os.path.join(args.raw, "order"))
+    pairs = paired(data, providers, order)
     if pairs:
         print()
         print("Boot by boot: each boot's value over the reference's boot of the same round "
@@ -479,7 +497,6 @@ def main():
         print(f"How close to memcpy at 1 MiB ({FRACTION}, medians):")
         print()
         print("\n".join(close))
-    order = read(os.path.join(args.raw, "order"))
     if order:
         print()
         print("Boot order: " + ", ".join(" ".join(l.split()) for l in order.splitlines()) + ".")

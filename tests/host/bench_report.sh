@@ -104,7 +104,7 @@ is() { [ "$1" = "$2" ] || { echo "got '$1', expected '$2'"; return 1; }; }
 
 BW='BW average [MB/s]'
 ktap_header
-ktap_plan 20
+ktap_plan 21
 ktap_check "the report runs" is "$rc" 0
 ktap_check "median and min-max over the boots" is "$(cell write_bw_64k "$BW" 1)" "110 (100-120)"
 ktap_check "a single boot shows its value alone" is "$(cell write_bw_64k "$BW" 4)" "500"
@@ -142,6 +142,19 @@ ktap_check "boot by boot: a failed round left out, lower latency faster, single 
 		grep -qF '| send_lat_8 | t_avg [usec] | 1.20 (1.20-1.20) | 0 of 3 |' '$tmp/out' &&
 		grep -qF '| rdmavt-rs / C, paired | rdmavt-rs the faster |' '$tmp/out' &&
 		! grep -qF 'rxe / C, paired' '$tmp/out'"
+# A reference provider with as many boots as C, all run after the rdmavts (BENCH_REF_ROUNDS=3):
+# it did not alternate with C, so it is not paired.
+cp -r "$raw" "$tmp/raw3"
+for r in 1 2 3; do
+	mkdir -p "$tmp/raw3/rxe/$r"
+	echo "write_bw_64k ok" >"$tmp/raw3/rxe/$r/status"
+	bw_out 65536 60.00 0.001 >"$tmp/raw3/rxe/$r/write_bw_64k.client"
+done
+printf 'rs 1\nc 1\nrs 2\nc 2\nrs 3\nc 3\nrxe 1\nrxe 2\nrxe 3\n' >"$tmp/raw3/order"
+"$python" "$report" "$tmp/raw3" rs c rxe >"$tmp/out3" 2>>"$tmp/err"
+ktap_check "boot by boot: only the providers that alternate with the reference" bash -c \
+	"grep -qF '| rdmavt-rs / C, paired | rdmavt-rs the faster |' '$tmp/out3' &&
+		! grep -qF 'rxe / C, paired' '$tmp/out3'"
 # Another reference (BENCH_REFERENCE: rs-notrace, to measure rdmavt-rs against itself).
 "$python" "$report" --reference rs "$raw" rs c >"$tmp/out-ref" 2>>"$tmp/err"
 ktap_check "--reference: the ratios are to that provider" bash -c \
