@@ -93,6 +93,7 @@ bench() {
 	selected "$name" || return 0
 	local cmd=("$@" -d "$TRAFFIC_DEV" -i 1 -F "${cm[@]}")
 	echo "$* -d DEV -i 1 -F${cm[*]:+ ${cm[*]}}" >"$out/$name.cmd"
+	counters before >"$out/$name.stats"
 	timeout "$TRAFFIC_TIMEOUT" "${cmd[@]}" -p "$port" >"$out/$name.server" 2>&1 &
 	spid=$!
 	while kill -0 "$spid" 2>/dev/null && ! traffic_listening "$port"; do
@@ -104,6 +105,7 @@ bench() {
 		crc=$?
 	wait "$spid" || src=$?
 	[ -z "$marks" ] || "$insn_mark" stop
+	counters after >>"$out/$name.stats"
 	[ -z "$sampling" ] || { wait; report "$name"; }
 	if [ "$src" = 0 ] && [ "$crc" = 0 ]; then
 		echo "$name ok" >>"$out/status"
@@ -113,6 +115,13 @@ bench() {
 		tail -5 "$out/$name.server" "$out/$name.client" >&2
 		failed=1
 	fi
+}
+
+# counters WHEN: the device's port counters (`rdma statistic`: rdmavt's RNR NAKs, drops and
+# loopback packets, and the driver's own), a line "WHEN: NAME VALUE ...", so that a point's
+# output says how many RNR NAKs, retries or drops its messages met.
+counters() {
+	echo "$1: $(rdma statistic show link "$TRAFFIC_DEV/1" 2>&1 | tr -s ' \n' ' ')"
 }
 
 # record NAME: the samples of point NAME's middle PROFILE seconds, into the guest's /tmp.
