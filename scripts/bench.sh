@@ -9,7 +9,8 @@
 # helpers), builds rdmavt.ko, rvt_loop.ko and scripts/bench/memcpy-bw against it in a copy of
 # this tree (the test build's modules in the tree are never touched), then boots the VM again
 # and again and runs scripts/bench-guest.sh in it: rdmavt-rs and the C rdmavt alternate boot by
-# boot (rs, c, rs, c, ...), so that whatever else the host does falls on both alike; rxe and
+# boot, the first of a round changing from round to round (rs c, c rs, rs c, ...), so that
+# whatever else the host does falls on both alike; rxe and
 # siw, a reference only, boot after them. The table (median, minimum and maximum over the
 # boots, ratios of medians to the C rdmavt, "within noise" where the ranges overlap) is
 # printed and written to results.md, the plot of the ratios to ratios.png, the raw output of
@@ -172,14 +173,21 @@ insn_plugin() {
 		END { print so ",start=0x" start ",stop=0x" stop }'
 }
 
-# The boots in their order: the rdmavts (rs, rs-notrace, c) alternating round by round, then
-# rxe and siw.
+# The boots in their order: the rdmavts (rs, rs-notrace, c) round by round, in the order
+# given in odd rounds and the reverse in even ones (rs c, c rs, rs c, ...), then rxe and siw.
+# The reversal balances what a boot's place in the run does to it: with the same one always
+# first, a host that drifts over the run, or a second boot that finds the first's files in the
+# host's page cache, favours one side in every round (a run of 3 rounds at 64-byte writes
+# gave the first boot of each round 9% more in one order and none in the other).
 boot_plan() {
-	local r p n=$rounds m=$ref_rounds
+	local r p n=$rounds m=$ref_rounds rdmavts=()
 	[ "$profile" != insn ] || n=0 m=0
+	for p in "${providers[@]}"; do
+		case "$p" in rs|rs-notrace|c) rdmavts+=("$p") ;; esac
+	done
 	for ((r = 1; r <= n; r++)); do
-		for p in "${providers[@]}"; do
-			case "$p" in rs|rs-notrace|c) echo "$p $r" ;; esac
+		for p in $(round_order "$r" "${rdmavts[@]}"); do
+			echo "$p $r"
 		done
 	done
 	for p in "${providers[@]}"; do
@@ -189,6 +197,17 @@ boot_plan() {
 		done
 	done
 	[ -z "$profile" ] || for p in "${providers[@]}"; do echo "$p insn"; done
+}
+
+# round_order ROUND PROVIDER...: the providers in their order in odd rounds, reversed in even.
+round_order() {
+	local r=$1 i
+	shift
+	if ((r % 2)); then
+		echo "$@"
+	else
+		for ((i = $#; i >= 1; i--)); do echo "${!i}"; done
+	fi
 }
 
 # The table and the plot from raw/, with a header that says what was measured on what.

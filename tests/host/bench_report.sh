@@ -5,7 +5,7 @@
 # maximum over the boots, the ratio of medians, "within noise" exactly when the two ranges
 # overlap, a point without a number (a failed run, a boot that never ran, perftest's 0.00
 # MB/sec) shown as failed, a point the device lacks as n/a, the fraction of memcpy, the ratios
-# boot by boot, ratios to another reference than C, and the plot.
+# boot by boot, ratios to another reference than C, the plot, and scripts/bench.sh's boot order.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/ktap.sh"
@@ -86,7 +86,8 @@ mkdir -p "$raw/rxe/2"
 # siw: a point the device does not support.
 point siw 1 write_bw_64k ok "$(bw_out 65536 500.00 0.008)"
 point siw 1 atomic_bw "unsupported(no atomics)"
-printf 'rs 1\nc 1\nrs 2\nc 2\nrs 3\nc 3\nrxe 1\nrxe 2\nsiw 1\n' >"$raw/order"
+# As scripts/bench.sh orders them: the first of a round changing from round to round.
+printf 'rs 1\nc 1\nc 2\nrs 2\nrs 3\nc 3\nrxe 1\nrxe 2\nsiw 1\n' >"$raw/order"
 
 "$python" "$report" --png "$tmp/ratios.png" "$raw" rs c rxe siw >"$tmp/out" 2>"$tmp/err"
 rc=$?
@@ -104,7 +105,7 @@ is() { [ "$1" = "$2" ] || { echo "got '$1', expected '$2'"; return 1; }; }
 
 BW='BW average [MB/s]'
 ktap_header
-ktap_plan 21
+ktap_plan 22
 ktap_check "the report runs" is "$rc" 0
 ktap_check "median and min-max over the boots" is "$(cell write_bw_64k "$BW" 1)" "110 (100-120)"
 ktap_check "a single boot shows its value alone" is "$(cell write_bw_64k "$BW" 4)" "500"
@@ -150,7 +151,7 @@ for r in 1 2 3; do
 	echo "write_bw_64k ok" >"$tmp/raw3/rxe/$r/status"
 	bw_out 65536 60.00 0.001 >"$tmp/raw3/rxe/$r/write_bw_64k.client"
 done
-printf 'rs 1\nc 1\nrs 2\nc 2\nrs 3\nc 3\nrxe 1\nrxe 2\nrxe 3\n' >"$tmp/raw3/order"
+printf 'rs 1\nc 1\nc 2\nrs 2\nrs 3\nc 3\nrxe 1\nrxe 2\nrxe 3\n' >"$tmp/raw3/order"
 "$python" "$report" "$tmp/raw3" rs c rxe >"$tmp/out3" 2>>"$tmp/err"
 ktap_check "boot by boot: only the providers that alternate with the reference" bash -c \
 	"grep -qF '| rdmavt-rs / C, paired | rdmavt-rs the faster |' '$tmp/out3' &&
@@ -167,5 +168,11 @@ if "$python" -c 'import matplotlib' 2>/dev/null; then
 else
 	ktap_skip "the plot is a PNG" "no matplotlib (scripts/setup.sh installs python3-matplotlib)"
 fi
+# scripts/bench.sh's boot order: the rdmavts in the order given in odd rounds, reversed in even.
+order_fn=$(sed -n '/^round_order() {/,/^}/p' "$here/../../scripts/bench.sh")
+ktap_check "the boot order: the first of a round changes from round to round" bash -c \
+	"$order_fn"'
+	[ "$(round_order 1 rs c)" = "rs c" ] && [ "$(round_order 2 rs c | xargs)" = "c rs" ] &&
+		[ "$(round_order 4 rs rs-notrace c | xargs)" = "c rs-notrace rs" ]'
 [ "$KTAP_FAIL" = 0 ] || { ktap_msg "report:"; sed 's/^/# /' "$tmp/out" "$tmp/err"; }
 ktap_finish
