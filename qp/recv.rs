@@ -89,6 +89,10 @@ impl RecvGuard<'_> {
     /// `rvt_recv_cq()` at the responder: completes the receive WQE that `rvt_get_rwqe()` took
     /// for `d` (if it took one: `RVT_R_WRID_VALID`), with the requester's QPN and LID. A full
     /// receive CQ moves the QP to the error state.
+    ///
+    /// Inline (C's `rvt_recv_cq()` is): the loopback calls it once a message, and out of line
+    /// it took the delivery through memory and saved and restored five registers around it.
+    #[inline(always)]
     pub(crate) fn complete_delivery(&mut self, d: Delivered) {
         let qp = self.qp();
         if !qp.test_and_clear_r_aflag(bindings::RVT_R_WRID_VALID) {
@@ -103,14 +107,19 @@ impl RecvGuard<'_> {
             .byte_len(d.byte_len)
             .extra(d.extra)
             .source(self.remote_qpn(), self.remote_ah_attr());
-        let entered = qp.recv_cq().enter_wc(&wc, d.solicited);
-        if !entered {
-            // The CQ overflowed: the QP goes to the error state. C calls rvt_error_qp() here
-            // without `s_lock`, which it requires; we take it, in order. As in C's
-            // rvt_recv_cq(), no LAST_WQE event follows.
-            let mut s = qp.s_lock();
-            let _ = qp.error(self, &mut s, WcStatus::IB_WC_LOC_QP_OP_ERR);
+        if !qp.recv_cq().enter_wc(&wc, d.solicited) {
+            self.recv_cq_overflowed();
         }
+    }
+
+    /// The receive CQ overflowed: the QP goes to the error state. C calls rvt_error_qp() here
+    /// without `s_lock`, which it requires; we take it, in order. As in C's rvt_recv_cq(), no
+    /// LAST_WQE event follows.
+    #[cold]
+    fn recv_cq_overflowed(&mut self) {
+        let qp = self.qp();
+        let mut s = qp.s_lock();
+        let _ = qp.error(self, &mut s, WcStatus::IB_WC_LOC_QP_OP_ERR);
     }
 }
 
