@@ -97,10 +97,7 @@ unsafe fn put_each(ss: &mut bindings::rvt_sge_state, at: ReadSide<'_>) {
 /// current SGE holds a reference to its region, which nothing else uses.
 #[inline(never)]
 pub(crate) unsafe fn next_sge(ss: &mut bindings::rvt_sge_state, release: Option<ReadSide<'_>>) {
-    if let Some(at) = release {
-        // SAFETY: the current SGE holds a reference (caller's guarantee).
-        unsafe { put_mr(ss.sge.mr, at) };
-    }
+    let done = ss.sge.mr;
     ss.num_sge = ss.num_sge.saturating_sub(1);
     if ss.num_sge != 0 {
         // SAFETY: `sg_list` has `num_sge` more entries (caller's guarantee).
@@ -108,6 +105,12 @@ pub(crate) unsafe fn next_sge(ss: &mut bindings::rvt_sge_state, release: Option<
             ss.sge = *ss.sg_list;
             ss.sg_list = ss.sg_list.add(1);
         }
+    }
+    // Last, so that nothing is live across the rare call of its slow path, which is then a
+    // tail call: no register is saved for it.
+    if let Some(at) = release {
+        // SAFETY: the SGE just left held a reference (caller's guarantee).
+        unsafe { put_mr(done, at) };
     }
 }
 
@@ -429,12 +432,24 @@ impl Mregion {
                     unsafe { self.put() };
                 }
             }
-            None => {
-                if self.shared_count().fetch_sub(1, Full) == 1 {
-                    // SAFETY: that was the last reference; the count is dead and atomic.
-                    unsafe { self.release_last() };
-                }
-            }
+            // SAFETY: the caller's reference, given back.
+            None => unsafe { self.put_shared() },
+        }
+    }
+
+    /// [`Mregion::put_in`] once the count is atomic (the region is being deregistered): C's
+    /// `atomic_long_sub_and_test`, and the release callback for the last reference. Out of
+    /// line, so that the per-CPU `dec` of every other put needs no saved register.
+    ///
+    /// # Safety
+    ///
+    /// The caller owns one reference to the region, which this gives back.
+    #[cold]
+    #[inline(never)]
+    unsafe fn put_shared(&self) {
+        if self.shared_count().fetch_sub(1, Full) == 1 {
+            // SAFETY: that was the last reference; the count is dead and atomic.
+            unsafe { self.release_last() };
         }
     }
 
