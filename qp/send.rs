@@ -174,7 +174,10 @@ impl Qp {
         if reserve {
             self.reserved_op_taken();
         } else {
-            *h.s_avail_mut() -= 1;
+            // `is_avail` left the count above 0, under this same `s_hlock`: it cannot wrap
+            // (no overflow check to branch on).
+            let avail = h.s_avail_mut();
+            *avail = avail.wrapping_sub(1);
         }
         // SAFETY: the QP is live; the slot is filled, still ours.
         unsafe { trace::rvt_post_one_wr(self.as_raw(), slot.as_raw(), wr.num_sge()) };
