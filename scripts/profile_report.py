@@ -8,7 +8,9 @@ by side, from the raw output of scripts/bench-guest.sh in profile mode.
 RAW_DIR/PROVIDER/1/ holds one boot: kallsyms.gz (the guest's text symbols, modules with their
 load addresses), and for each profiled point NAME, NAME.perf.gz (a line of sampling
 parameters, then perf script's samples: the task, then the call chain's addresses, leaf first),
-NAME.client (perftest's output: the message rate) and NAME.cmd. Markdown on stdout.
+NAME.client (perftest's output: the message rate) and NAME.cmd; RAW_DIR/PROVIDER/insn/ the
+counting boot: its kallsyms.gz, the plugin's dumps insn.N, insn.order, and the rdmavt.ko it
+loaded, whose listing (`objdump -d`) sorts the counted instructions by kind. Markdown on stdout.
 
 Under QEMU TCG the guest has no PMU: perf samples with the cpu-clock timer, whose interrupt
 cannot land while interrupts are off. A tick that falls due in a section that runs with
@@ -162,7 +164,8 @@ class Counts:
     """One point's instruction counts from a counting boot (RAW/PROVIDER/insn): the
     difference between its two runs, per message of the difference. `insns` and `calls` map
     (module, function) to instructions executed in it and calls of it (executions of its first
-    instruction) per message; `modules` maps a module to its instructions per message."""
+    instruction) per message; `modules` maps a module to its instructions per message, `at` an
+    instruction's address to its executions per message."""
 
     def __init__(self, d, name, syms):
         runs = []
@@ -177,9 +180,10 @@ class Counts:
         a, b = (self.dump(os.path.join(d, f"insn.{k}")) for k in (k0, k1))
         self.msgs = large - small
         self.user = (b.pop("user", 0) - a.pop("user", 0)) / self.msgs
-        self.insns, self.calls, self.modules = {}, {}, {}
+        self.insns, self.calls, self.modules, self.at = {}, {}, {}, {}
         for addr in set(a) | set(b):
             n = (b.get(addr, 0) - a.get(addr, 0)) / self.msgs
+            self.at[addr] = n
             mod, fn, start = syms.at(addr)
             key = (mod, fn)
             self.insns[key] = self.insns.get(key, 0) + n
@@ -201,6 +205,141 @@ class Counts:
                 k = "user" if k == "user" else int(k, 16)
                 counts[k] = counts.get(k, 0) + int(v)
         return counts
+
+
+# A branch's relocation in objdump -dr: the symbol (or section) and the addend.
+RELOC_RE = re.compile(r"^\s*[0-9a-f]+:\s+R_X86_64_(?:PLT32|PC32)\s+([^\s+-]+)([+-]0x[0-9a-f]+)?$")
+INSN_RE = re.compile(r"^\s*([0-9a-f]+):\s+(\S.*)$")
+FUNC_RE = re.compile(r"^([0-9a-f]+) <([^>]+)>:$")
+SECTION_RE = re.compile(r"^Disassembly of section (\S+):$")
+PAGE = 4096
+
+
+def listing(ko):
+    """The code of the module file KO, by `objdump -dr`: [(section, symbol, the symbol's offset,
+    the instruction's offset, its text, its branch relocation (target, addend) or None)], in
+    order; None without objdump or the file."""
+    try:
+        out = subprocess.run(["objdump", "-dr", "--no-show-raw-insn", ko], capture_output=True,
+                             text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    insns, section, sym, base = [], None, None, 0
+    for line in out.splitlines():
+        m = SECTION_RE.match(line)
+        if m:
+            section, sym = m.group(1), None
+            continue
+        m = FUNC_RE.match(line)
+        if m:
+            sym, base = m.group(2), int(m.group(1), 16)
+            continue
+        m = RELOC_RE.match(line)
+        if m and insns:
+            insns[-1] = insns[-1][:5] + ((m.group(1), int(m.group(2) or "0", 16)),)
+            continue
+        m = INSN_RE.match(line)
+        if m and sym:
+            insns.append((section, sym, base, int(m.group(1), 16), m.group(2), None))
+    return insns
+
+
+def kinds(text):
+    """What an instruction (AT&T syntax) does, of what the mix counts: "mem" (a memory
+    operand, push or pop: a load or a store), "stack" (one on the stack), "branch" (a
+    conditional jump), "jump", "call"."""
+    op = text.split()[0]
+    out = set()
+    if op.startswith(("push", "pop")):
+        out |= {"mem", "stack"}
+    elif "(" in text and not op.startswith(("lea", "nop")):
+        out.add("mem")
+        if "(%rsp" in text or "(%rbp" in text:
+            out.add("stack")
+    if op.startswith("call"):
+        out.add("call")
+    elif op.startswith("jmp"):
+        out.add("jump")
+    elif op.startswith("j"):
+        out.add("branch")
+    return out
+
+
+def mix(counts, kallsyms, ko, module="rdmavt"):
+    """MODULE's instructions per message by kind, from COUNTS (a `Counts`), the counting boot's
+    KALLSYMS text (the functions' addresses) and KO, the module file the boot loaded: a dict of
+    "insns", "mem", "stack", "branch", "call" and "far" (jumps, calls and taken branches whose
+    target is on another 4 KiB page than the instruction: QEMU 7.2 links translated blocks
+    directly only within a page, so each of these goes through a lookup of the next block).
+    A conditional branch counts as taken as often as it ran more than the next instruction did
+    (at least that often: the next one may be a target as well). None without the listing."""
+    code = listing(ko)
+    if not code:
+        return None
+    addr, ours = {}, {}
+    for line in kallsyms.splitlines():
+        f = line.split()
+        if len(f) >= 3:
+            addr.setdefault(f[2], int(f[0], 16))
+            if len(f) > 3 and f[3].strip("[]") == module:
+                ours[f[2]] = int(f[0], 16)
+    # Where each of the module's sections starts, by one of its functions.
+    sections = {}
+    for section, sym, base, _, _, _ in code:
+        if sym in ours and section not in sections:
+            sections[section] = ours[sym] - base
+    total = dict.fromkeys(("insns", "mem", "stack", "branch", "call", "far"), 0.0)
+    for i, (section, sym, base, off, text, reloc) in enumerate(code):
+        if section not in sections:
+            continue
+        at = sections[section] + off
+        n = counts.at.get(at, 0.0)
+        if n == 0:
+            continue
+        k = kinds(text)
+        total["insns"] += n
+        for kind in k & {"mem", "stack", "branch", "call"}:
+            total[kind] += n
+        if not k & {"branch", "jump", "call"} or "*" in text:
+            continue
+        target = branch_target(text, reloc, addr, sections, section)
+        if target is None:
+            continue
+        taken = n
+        if "branch" in k:
+            after = code[i + 1] if i + 1 < len(code) else None
+            later = counts.at.get(sections[section] + after[3], 0.0) if after else 0.0
+            taken = max(0.0, n - later)
+        if target // PAGE != at // PAGE:
+            total["far"] += max(0.0, taken)
+    return total
+
+
+def branch_target(text, reloc, addr, sections, section):
+    """The address a direct jump or call goes to: through its relocation (to a symbol, or to
+    a section of the module plus an offset) or, without one, the listing's offset in its own
+    section. None when it cannot be told."""
+    if reloc:
+        name, addend = reloc
+        start = addr.get(name, sections.get(name))
+        # PC-relative: the target is S + A + 4 (the field is the instruction's last 4 bytes).
+        return None if start is None else start + addend + 4
+    m = re.match(r"^\S+\s+([0-9a-f]+)\b", text)
+    return sections[section] + int(m.group(1), 16) if m else None
+
+
+def load_mix(raw, provider, counts):
+    """[`mix`] of a counting boot's COUNTS, with the rdmavt.ko that boot loaded (RAW/PROVIDER/
+    insn/rdmavt.ko, a copy scripts/bench.sh keeps); None without it."""
+    d = os.path.join(raw, provider, "insn")
+    ko = os.path.join(d, "rdmavt.ko")
+    if counts is None or not os.path.exists(ko):
+        return None
+    try:
+        with gzip.open(os.path.join(d, "kallsyms.gz"), "rt", errors="replace") as f:
+            return mix(counts, f.read(), ko)
+    except OSError:
+        return None
 
 
 def load_counts(raw, provider, name):
@@ -289,6 +428,7 @@ def count_section(raw, name, providers, before=None):
                   key=lambda m: -max(cs[p].modules.get(m, 0) for p in cols))[:6]
     out += table("Kernel instructions per message by module:", ["module"] + col_labels,
                  [[m] + [n(cs[p].modules.get(m)) for p in cols] for m in mods])
+    out += mix_table(raw, before, cs, cols, col_labels)
     head = ["function", "module"] + [f"{lab} {what}" for lab in labels
                                      for what in ("insns", "calls")]
 
@@ -307,6 +447,31 @@ def count_section(raw, name, providers, before=None):
                  "every two messages):", head,
                  rows(busiest("calls", 1000, lambda k: k[0] in OURS)))
     return out
+
+
+def mix_table(raw, before, cs, cols, col_labels):
+    """rdmavt's instructions per message by kind, for the columns whose boot kept its
+    rdmavt.ko; nothing when none did."""
+    mixes = {p: load_mix(before[0] if p.endswith("@before") else raw,
+                         p.split("@")[0], cs[p]) for p in cols} if before else {
+        p: load_mix(raw, p, cs[p]) for p in cols}
+    if not any(mixes.values()):
+        return []
+
+    def row(label, kind):
+        return [label] + [n(mixes[p][kind]) if mixes[p] else "-" for p in cols]
+
+    return table("rdmavt's instructions per message by kind (each counted instruction looked "
+                 "up in the listing of the rdmavt.ko its boot loaded, `objdump -d`):",
+                 ["rdmavt"] + col_labels, [
+                     row("instructions", "insns"),
+                     row("loads and stores (a memory operand, push, pop)", "mem"),
+                     row("of them on the stack", "stack"),
+                     row("conditional branches", "branch"),
+                     row("calls", "call"),
+                     row("jumps, calls and taken branches to another 4 KiB page (QEMU chains "
+                         "blocks only within a page)", "far"),
+                 ])
 
 
 def points(raw, providers):
@@ -414,7 +579,13 @@ def main():
         "instruction) of one message, both sides, without the set-up both runs share (an "
         "uncounted run before them warms the caches). These see "
         "inside interrupts-off sections, where the samples cannot; an instruction is not a "
-        "unit of time (a `rep movs` copy is one), but under TCG each costs about alike.", ""]
+        "unit of time (a `rep movs` copy is one), but under TCG each costs about alike.", "",
+        "The counting boot keeps the rdmavt.ko it loaded, and each point's counts then sort "
+        "rdmavt's instructions by kind, looked up in that file's listing: loads and stores, "
+        "branches, calls, and the jumps, calls and taken branches to another 4 KiB page. Under "
+        "TCG a load or a store costs more than an instruction without one (the guest's memory "
+        "is reached through QEMU's software TLB), and QEMU 7.2 links translated blocks "
+        "directly only within a page: a transfer to another page looks the next block up.", ""]
     if args.before:
         lines += [f"The count tables' first columns are an earlier profile's, at {args.before[1]} "
                   "(`BENCH_PROFILE_BEFORE`): before and after.", ""]

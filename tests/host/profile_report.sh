@@ -8,7 +8,8 @@
 # functions, and samples turned into CPU microseconds per message; and the counting boot's
 # instruction counts (scripts/bench/insn-count.c's dumps) turned into instructions and calls per
 # message, as the difference of a point's two runs, with an earlier profile's (--before) in
-# columns before them.
+# columns before them; and the counted instructions sorted by kind with the listing of the
+# rdmavt.ko the counting boot loaded.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/ktap.sh"
@@ -69,7 +70,7 @@ value() { grep -F "| $1 |" "$tmp/out" | head -1 | awk -F' \\| ' '{ print $NF }' 
 is() { [ "$1" = "$2" ] || { echo "got '$1', expected '$2'"; return 1; }; }
 
 ktap_header
-ktap_plan 12
+ktap_plan 14
 ktap_check "the report runs" is "$rc" 0
 ktap_check "messages per second from perftest's bandwidth" is "$(value "messages per second")" \
 	"100,000"
@@ -106,5 +107,43 @@ sed -i 's/^user 1000$/user 9000/' "$c/insn.1"
 ktap_check "user space: a shorter run that polled more gives no count, not a negative one" \
 	grep -qF '| user-space instructions (perftest polls: time, not cost) | - (the shorter run polled more) |' \
 	"$tmp/out3"
-[ "$KTAP_FAIL" = 0 ] || { ktap_msg "report:"; sed 's/^/# /' "$tmp/out" "$tmp/out2" "$tmp/err"; }
+# The instructions by kind, from the listing of the rdmavt.ko the counting boot kept: a function
+# with a load, a conditional branch within its page taken half the time, a call run half the
+# time to a function on another page, and the stack's push and pop.
+m=$tmp/mix/rs/insn
+mkdir -p "$m"
+printf '\t.text\n\t.globl f\nf:\n\tpush %%rbp\n\tmov (%%rdi),%%eax\n\ttest %%eax,%%eax\n%s\n' \
+	$'\tje 1f\n\tcall g\n1:\n\tpop %rbp\n\tret' >"$tmp/f.s"
+# by_kind ROW: the rs cell of that row of the table by kind.
+by_kind() {
+	grep -F "| $1 |" "$tmp/out4" | head -1 | awk -F' \\| ' '{ print $NF }' | sed 's/ |$//'
+}
+far="jumps, calls and taken branches to another 4 KiB page (QEMU chains blocks only within a page)"
+if as -o "$m/rdmavt.ko" "$tmp/f.s" 2>>"$tmp/err"; then
+	printf '%s\n' "ffffffff81000000 T g" "ffffffffa0000000 t f	[rdmavt]" | gzip >"$m/kallsyms.gz"
+	printf 'send_bw_64 1000\nsend_bw_64 3000\n' >"$m/insn.order"
+	# push, mov, test, je, call, pop, ret at 0, 1, 3, 5, 7, 0xc, 0xd; the call half the time.
+	for k in 1 2; do
+		for off in 0 1 3 5 c d; do printf 'ffffffffa000000%s %d\n' "$off" $((k * 2000 - 1000)); done
+		printf 'ffffffffa0000007 %d\n' $((k * 1000 - 500))
+	done >"$tmp/dumps"
+	head -7 "$tmp/dumps" >"$m/insn.1"
+	tail -7 "$tmp/dumps" >"$m/insn.2"
+	"$python" "$report" "$tmp/mix" rs >"$tmp/out4" 2>>"$tmp/err"
+	ktap_check "by kind: instructions, loads and stores, on the stack, branches, calls" is \
+		"$(by_kind instructions) $(by_kind "loads and stores (a memory operand, push, pop)") $(
+		by_kind "of them on the stack") $(by_kind "conditional branches") $(by_kind calls)" \
+		"6.5 3.0 2.0 1.0 0.5"
+	ktap_check "by kind: a call to another page counted, a branch within the page not" \
+		is "$(by_kind "$far")" 0.5
+else
+	ktap_skip "by kind: instructions, loads and stores, on the stack, branches, calls" \
+		"no assembler (binutils)"
+	ktap_skip "by kind: a call to another page counted, a branch within the page not" \
+		"no assembler (binutils)"
+fi
+[ "$KTAP_FAIL" = 0 ] || {
+	ktap_msg "report:"
+	sed 's/^/# /' "$tmp/out" "$tmp/out2" "$tmp/out4" "$tmp/err"
+}
 ktap_finish
