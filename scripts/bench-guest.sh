@@ -112,7 +112,7 @@ bench() {
 	else
 		echo "$name failed(server=$src,client=$crc)" >>"$out/status"
 		echo "bench: $provider $name failed (server exit $src, client exit $crc)" >&2
-		tail -5 "$out/$name.server" "$out/$name.client" >&2
+		tail -n 5 "$out/$name.server" "$out/$name.client" >&2
 		failed=1
 	fi
 }
