@@ -455,15 +455,17 @@ def mix_table(raw, before, cs, cols, col_labels):
     mixes = {p: load_mix(before[0] if p.endswith("@before") else raw,
                          p.split("@")[0], cs[p]) for p in cols} if before else {
         p: load_mix(raw, p, cs[p]) for p in cols}
-    if not any(mixes.values()):
+    shown = [(p, label) for p, label in zip(cols, col_labels) if mixes[p]]
+    if not shown:
         return []
 
     def row(label, kind):
-        return [label] + [n(mixes[p][kind]) if mixes[p] else "-" for p in cols]
+        return [label] + [n(mixes[p][kind]) for p, _ in shown]
 
     return table("rdmavt's instructions per message by kind (each counted instruction looked "
-                 "up in the listing of the rdmavt.ko its boot loaded, `objdump -d`):",
-                 ["rdmavt"] + col_labels, [
+                 "up in the listing of the rdmavt.ko its boot loaded, `objdump -d`; a profile "
+                 "that kept no rdmavt.ko has no column):",
+                 ["rdmavt"] + [label for _, label in shown], [
                      row("instructions", "insns"),
                      row("loads and stores (a memory operand, push, pop)", "mem"),
                      row("of them on the stack", "stack"),
