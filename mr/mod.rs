@@ -11,6 +11,7 @@
 
 mod keys;
 mod lkey;
+mod refcount;
 mod region;
 #[cfg(rdmavt_kunit)]
 mod tests;
@@ -35,7 +36,8 @@ use crate::{bindings, device::Device};
 
 pub(crate) use keys::{check_lkey, check_recv_lkey, check_rkey, fast_reg_mr, invalidate_rkey};
 pub(crate) use lkey::{driver_init, exit};
-pub(crate) use region::{next_sge, put_mr, put_ss, seg_ptr, SEGSZ};
+pub(crate) use refcount::{next_sge, put_mr, put_ss};
+pub(crate) use region::{seg_ptr, SEGSZ};
 pub(crate) use verbs::{alloc_mr, dereg_mr, get_dma_mr, map_mr_sg, reg_user_mr};
 
 use lkey::KeyKind;

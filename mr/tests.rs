@@ -11,7 +11,8 @@ mod suite {
         keys::{lkey_access_ok, range_offset, rkey_access_ok},
         lkey::{encode, find_free, index_of, next_key, MAX_BITS},
         mr_size,
-        region::{locate_uniform, locate_walk, put_mr, segarrays, Mregion, SegPos, SEGSZ},
+        refcount::put_mr,
+        region::{locate_uniform, locate_walk, segarrays, Mregion, SegPos, SEGSZ},
     };
     use core::{mem::size_of, ptr};
     use kernel::{
