@@ -116,6 +116,7 @@ impl RecvGuard<'_> {
     /// without `s_lock`, which it requires; we take it, in order. As in C's rvt_recv_cq(), no
     /// LAST_WQE event follows.
     #[cold]
+    #[inline(never)]
     fn recv_cq_overflowed(&mut self) {
         let qp = self.qp();
         let mut s = qp.s_lock();
