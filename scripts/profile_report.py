@@ -62,16 +62,19 @@ def demangle(names):
 
 
 class Symbols:
-    """The guest's kallsyms: an address to (module, function)."""
+    """The guest's kallsyms: an address to (module, function); `named` maps a symbol's raw
+    (mangled) name to its (address, module), the first of that name."""
 
     def __init__(self, text):
         rows = []
+        self.named = {}
         for line in text.splitlines():
             f = line.split()
             if len(f) < 3:
                 continue
             mod = f[3].strip("[]") if len(f) > 3 else "vmlinux"
             rows.append((int(f[0], 16), f[2], mod))
+            self.named.setdefault(f[2], rows[-1][::2])
         rows.sort()
         names = demangle([r[1] for r in rows if r[1].startswith("_R")])
         self.rows = [(a, names.get(n, n), m) for a, n, m in rows]
@@ -179,6 +182,7 @@ class Counts:
         (small, k0), (large, k1) = runs
         a, b = (self.dump(os.path.join(d, f"insn.{k}")) for k in (k0, k1))
         self.msgs = large - small
+        self.syms = syms
         self.user = (b.pop("user", 0) - a.pop("user", 0)) / self.msgs
         self.insns, self.calls, self.modules, self.at = {}, {}, {}, {}
         for addr in set(a) | set(b):
@@ -265,9 +269,9 @@ def kinds(text):
     return out
 
 
-def mix(counts, kallsyms, ko, module="rdmavt"):
-    """MODULE's instructions per message by kind, from COUNTS (a `Counts`), the counting boot's
-    KALLSYMS text (the functions' addresses) and KO, the module file the boot loaded: a dict of
+def mix(counts, ko, module="rdmavt"):
+    """MODULE's instructions per message by kind, from COUNTS (a `Counts`, with the counting
+    boot's symbols) and KO, the module file the boot loaded: a dict of
     "insns", "mem", "stack", "branch", "call" and "far" (jumps, calls and taken branches whose
     target is on another 4 KiB page than the instruction: QEMU 7.2 links translated blocks
     directly only within a page, so each of these goes through a lookup of the next block).
@@ -276,13 +280,8 @@ def mix(counts, kallsyms, ko, module="rdmavt"):
     code = listing(ko)
     if not code:
         return None
-    addr, ours = {}, {}
-    for line in kallsyms.splitlines():
-        f = line.split()
-        if len(f) >= 3:
-            addr.setdefault(f[2], int(f[0], 16))
-            if len(f) > 3 and f[3].strip("[]") == module:
-                ours[f[2]] = int(f[0], 16)
+    addr = {name: at for name, (at, _) in counts.syms.named.items()}
+    ours = {name: at for name, (at, mod) in counts.syms.named.items() if mod == module}
     # Where each of the module's sections starts, by one of its functions.
     sections = {}
     for section, sym, base, _, _, _ in code:
@@ -331,15 +330,10 @@ def branch_target(text, reloc, addr, sections, section):
 def load_mix(raw, provider, counts):
     """[`mix`] of a counting boot's COUNTS, with the rdmavt.ko that boot loaded (RAW/PROVIDER/
     insn/rdmavt.ko, a copy scripts/bench.sh keeps); None without it."""
-    d = os.path.join(raw, provider, "insn")
-    ko = os.path.join(d, "rdmavt.ko")
+    ko = os.path.join(raw, provider, "insn", "rdmavt.ko")
     if counts is None or not os.path.exists(ko):
         return None
-    try:
-        with gzip.open(os.path.join(d, "kallsyms.gz"), "rt", errors="replace") as f:
-            return mix(counts, f.read(), ko)
-    except OSError:
-        return None
+    return mix(counts, ko)
 
 
 def load_counts(raw, provider, name):
