@@ -36,6 +36,8 @@ def short(p):
 BW = "BW average [MB/s]"
 MSGRATE = "MsgRate [Mpps]"
 FRACTION = "BW / memcpy"
+# What perftest prints to stderr when its clock calibration fails (src/get_clock.c).
+CALIBRATION = "Correlation coefficient r^2"
 # perftest's column headers (some contain spaces) and the metric each one is reported as.
 COLUMNS = {
     "BW average[MB/sec]": BW,
@@ -101,7 +103,7 @@ class Boot:
     def __init__(self, path):
         self.round = os.path.basename(path)
         self.status, self.order, self.values, self.sizes, self.cmds = {}, [], {}, {}, {}
-        self.memcpy, self.from_server = {}, []
+        self.memcpy, self.from_server, self.uncalibrated = {}, [], []
         for line in (read(os.path.join(path, "memcpy.txt")) or "").splitlines():
             fields = line.split()
             if len(fields) == 3 and fields[0] == "memcpy":
@@ -117,11 +119,16 @@ class Boot:
             self.order.append(name)
             self.cmds[name] = (read(os.path.join(path, name + ".cmd")) or "").strip()
             if st == "ok":
-                size, vals = parse(read(os.path.join(path, name + ".client")) or "")
-                # In duration mode ib_send_bw's sender now and then prints 0.00 MB/sec where
-                # its receiver, which measures the same stream itself, has the number. (For
-                # the other programs the server prints the client's numbers.)
+                client = read(os.path.join(path, name + ".client")) or ""
+                size, vals = parse(client)
+                # Now and then a side prints 0.00 MB/sec: perftest calibrates its clock when it
+                # reports, against gettimeofday(), and under TCG the fit can fail ("Correlation
+                # coefficient r^2: ... < 0.9"), which with -F gives it a clock of 0 MHz. An
+                # ib_send_bw receiver measures the same stream itself and may have the number;
+                # for the other programs the server prints the client's numbers.
                 if not measured(vals):
+                    if CALIBRATION in client:
+                        self.uncalibrated.append(name)
                     size, vals = parse(read(os.path.join(path, name + ".server")) or "")
                     if measured(vals):
                         self.from_server.append(name)
@@ -377,6 +384,15 @@ def commands(data, providers):
     return [f"- {n}: `{c}`" for n, c in cmds.items()]
 
 
+def failure(boot, name, status):
+    """Why point NAME of BOOT failed, from its STATUS and its output."""
+    if status != "ok":
+        return status
+    if name in boot.uncalibrated:
+        return "no number: perftest's clock calibration failed (r^2 < 0.9), a 0 MHz clock"
+    return "no number in the output"
+
+
 def problems(raw, data, providers):
     """Every point that failed or was not supported, and every boot that ran nothing."""
     failed, unsupported = [], []
@@ -392,8 +408,7 @@ def problems(raw, data, providers):
                     if f"{p} {n}" not in [u.split(":")[0] for u in unsupported]:
                         unsupported.append(f"{p} {n}: {st}")
                 elif b.state(n) == "failed":
-                    failed.append(f"{p}/{b.round} {n}: "
-                                  + (st if st != "ok" else "no number in the output"))
+                    failed.append(f"{p}/{b.round} {n}: " + failure(b, n, st))
     return failed, unsupported
 
 

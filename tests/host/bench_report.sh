@@ -86,6 +86,9 @@ mkdir -p "$raw/rxe/2"
 # siw: a point the device does not support.
 point siw 1 write_bw_64k ok "$(bw_out 65536 500.00 0.008)"
 point siw 1 atomic_bw "unsupported(no atomics)"
+# siw: perftest's clock calibration failed (its stderr is in the client's output).
+point siw 1 send_bw_64k ok "Correlation coefficient r^2: 0.41 < 0.9
+$(bw_out 65536 0.00 0.000)"
 # As scripts/bench.sh orders them: the first of a round changing from round to round.
 printf 'rs 1\nc 1\nc 2\nrs 2\nrs 3\nc 3\nrxe 1\nrxe 2\nsiw 1\n' >"$raw/order"
 
@@ -105,7 +108,7 @@ is() { [ "$1" = "$2" ] || { echo "got '$1', expected '$2'"; return 1; }; }
 
 BW='BW average [MB/s]'
 ktap_header
-ktap_plan 22
+ktap_plan 23
 ktap_check "the report runs" is "$rc" 0
 ktap_check "median and min-max over the boots" is "$(cell write_bw_64k "$BW" 1)" "110 (100-120)"
 ktap_check "a single boot shows its value alone" is "$(cell write_bw_64k "$BW" 4)" "500"
@@ -136,6 +139,9 @@ ktap_check "the failures are listed, the unsupported point is not among them" \
 	bash -c "grep -q '^Failed: .*rxe/2: the boot ran no point' '$tmp/out' &&
 		grep -q '^Failed: .*rxe/1 send_bw_64k: no number in the output' '$tmp/out' &&
 		! grep -q '^Failed: .*siw/1 atomic_bw' '$tmp/out'"
+ktap_check "a failed clock calibration is named as the cause" \
+	grep -q "^Failed: .*siw/1 send_bw_64k: no number: perftest's clock calibration failed" \
+	"$tmp/out"
 ktap_check "boot by boot: the median of the rounds' ratios, and in how many the faster" \
 	grep -qF "| write_bw_64k | $BW | 0.52 (0.50-0.55) | 0 of 3 |" "$tmp/out"
 ktap_check "boot by boot: a failed round left out, lower latency faster, single boots not paired" \
