@@ -73,8 +73,9 @@ class Symbols:
             if len(f) < 3:
                 continue
             mod = f[3].strip("[]") if len(f) > 3 else "vmlinux"
-            rows.append((int(f[0], 16), f[2], mod))
-            self.named.setdefault(f[2], rows[-1][::2])
+            at = int(f[0], 16)
+            rows.append((at, f[2], mod))
+            self.named.setdefault(f[2], (at, mod))
         rows.sort()
         names = demangle([r[1] for r in rows if r[1].startswith("_R")])
         self.rows = [(a, names.get(n, n), m) for a, n, m in rows]
